@@ -1,0 +1,139 @@
+"""Cell speed: physics steps/s, render ms/frame per camera, and control-step overhead.
+
+    .venv/bin/python benchmarks/cell_speed.py [--steps 2000] [--frames 30] [--controls 40]
+
+The control-step cost of ``SimCell.step`` / ``LabTwin.act`` is compared against its floor measured
+in the same run: the raw ``mj_step`` calls for one control period plus the raw render + camera
+model of the policy cameras. This machine is shared and noisy: read the ratios, not the times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+
+import r2s2r  # noqa: F401  (sets MUJOCO_GL before mujoco loads)
+import mujoco
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from r2s2r.lab.twin import LabTwin, _hidden_params
+from r2s2r.world.cell import CellConfig, SimCell
+from r2s2r.world.conditions import sample_condition
+from r2s2r.world.engine import CellEngine, home_command
+from r2s2r.world.params import WorldParams
+
+
+def _median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def physics_rate(params: WorldParams, steps: int) -> float:
+    eng = CellEngine(params)
+    eng.apply_condition(sample_condition("nominal", np.random.default_rng(0)))
+    eng.step_physics(10)
+    t = _median_time(lambda: mujoco.mj_step(eng.model, eng.data, nstep=steps), 3)
+    eng.close()
+    return steps / t
+
+
+def render_ms(params: WorldParams, frames: int) -> dict[tuple[str, str], float]:
+    eng = CellEngine(params)
+    eng.apply_condition(sample_condition("nominal", np.random.default_rng(0)))
+    rng = np.random.default_rng(0)
+    out = {}
+    for cam in ("head_left", "head_right", "right_wrist", "left_wrist"):
+        for label, size in (("96x96", (96, 96)), ("full", None)):
+            eng.render(cam, size, rng)  # build the context and the camera maps once
+            n = frames if size else max(3, frames // 5)
+            out[(cam, label)] = 1000 * _median_time(lambda: eng.render(cam, size, rng), n)  # noqa: B023
+    eng.close()
+    return out
+
+
+def control_cost(params: WorldParams, lab_seed: int | None, controls: int) -> tuple[float, float]:
+    """(median seconds per control step, median seconds of its floor)."""
+    cond = sample_condition("nominal", np.random.default_rng(0))
+    if lab_seed is None:
+        cell = SimCell(params)
+        cell.reset(cond, np.random.default_rng(0))
+        act = cell.step
+        engine = cell.engine
+    else:
+        cell = LabTwin(lab_seed)
+        cell.reset(cond, 0)
+        act = cell.act
+        engine = None
+    a = home_command()
+    step_t = _median_time(lambda: act(a), controls)
+    # The floor: a bare engine with the same params, raw mj_step for one period and raw renders.
+    eng = engine or CellEngine(params)
+    if engine is None:
+        eng.apply_condition(cond)
+    nstep = int(round(0.1 / params.physics.timestep))
+    rng = np.random.default_rng(0)
+    cams = CellConfig().cameras
+    for c in cams:
+        eng.render(c, (96, 96), rng)
+    renderers = eng.renderer
+
+    def floor() -> None:
+        mujoco.mj_step(eng.model, eng.data, nstep=nstep)
+        for c in cams:
+            pipe = renderers.pipeline(c, (96, 96))
+            r = renderers._renderers[(pipe.render_height, pipe.render_width)]
+            r.update_scene(eng.data, camera=c)
+            pipe.apply(r.render(), rng)
+
+    floor_t = _median_time(floor, controls)
+    return step_t, floor_t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--frames", type=int, default=30)
+    ap.add_argument("--controls", type=int, default=40)
+    ap.add_argument("--lab", type=int, default=0)
+    args = ap.parse_args()
+    console = Console()
+    sim, lab = WorldParams.nominal(), _hidden_params(LabTwin(args.lab))
+    console.print(f"machine: {platform.machine()}, {platform.processor() or platform.platform()}, "
+                  f"python {platform.python_version()}, mujoco {mujoco.__version__}")
+
+    t = Table(title="Physics (holding home, object riding the belt)")
+    for col in ("world", "timestep", "steps/s", "real-time factor"):
+        t.add_column(col)
+    for name, p in (("sim (nominal)", sim), (f"lab twin {args.lab}", lab)):
+        rate = physics_rate(p, args.steps)
+        t.add_row(name, f"{p.physics.timestep * 1000:.1f} ms", f"{rate:,.0f}", f"{rate * p.physics.timestep:.1f}x")
+    console.print(t)
+
+    t = Table(title="Render ms/frame (MuJoCo render + camera model)")
+    for col in ("camera", "view", "sim (no shadows, no MSAA)", "lab (shadows + MSAA)", "lab / sim"):
+        t.add_column(col)
+    rs, rl = render_ms(sim, args.frames), render_ms(lab, args.frames)
+    for key in rs:
+        t.add_row(key[0], key[1], f"{rs[key]:.2f}", f"{rl[key]:.2f}", f"{rl[key] / rs[key]:.1f}x")
+    console.print(t)
+
+    t = Table(title="Control step (one 10 Hz action, 3 policy cameras at 96x96) vs its floor")
+    for col in ("cell", "step ms", "floor ms (raw physics + render)", "ratio", "overhead"):
+        t.add_column(col)
+    for name, p, seed in (("SimCell.step", sim, None), ("LabTwin.act", lab, args.lab)):
+        step_t, floor_t = control_cost(p, seed, args.controls)
+        t.add_row(name, f"{step_t * 1000:.1f}", f"{floor_t * 1000:.1f}", f"{step_t / floor_t:.2f}",
+                  f"{100 * (step_t / floor_t - 1):+.0f}%")
+    console.print(t)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The ``r2s2r`` command: one subcommand per stage, built from typed functions with tyro.
+
+    r2s2r cell show [--lab SEED] [--condition KIND] [--seed N] [--world FILE] --out PNG
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import tyro
+
+from r2s2r.errors import R2S2RError
+
+
+def cell_show(
+    out: Path,
+    lab: int = 0,
+    condition: str = "nominal",
+    seed: int = 0,
+    world: Path | None = None,
+    size: Annotated[int, tyro.conf.arg(help="policy-view size; 0 shows full sensor resolution")] = 0,
+) -> None:
+    """Contact sheet of every camera, simulated cell and lab twin side by side, as a PNG.
+
+    Args:
+        out: PNG file to write.
+        lab: Seed of the lab twin.
+        condition: Condition kind: nominal, lighting, belt_speed, novel_object or combined.
+        seed: Seed of the condition draw (object, pose, belt speed, lighting).
+        world: WorldParams JSON for the simulated side (default: the nominal spec sheet).
+        size: Render size of each view in px; 0 shows full sensor resolution.
+    """
+    import numpy as np
+    from rich.console import Console
+
+    from r2s2r import atomic
+    from r2s2r.lab.twin import LabTwin
+    from r2s2r.world.cell import CellConfig, SimCell
+    from r2s2r.world.conditions import sample_condition
+    from r2s2r.world.params import WorldParams
+    from r2s2r.world.sheet import contact_sheet
+
+    if out.suffix.lower() != ".png":
+        raise R2S2RError(f"--out: expected a .png file, got {str(out)!r}")
+    if size < 0 or size > 1024:
+        raise R2S2RError(f"--size: expected 0 (full resolution) or 16..1024 px, got {size}")
+    params = WorldParams.load(world) if world is not None else WorldParams.nominal()
+    cond = sample_condition(condition, np.random.default_rng(seed))
+    view = None if size == 0 else (size, size)
+    sim = SimCell(params, CellConfig())
+    twin = LabTwin(lab)
+    sim.reset(cond, np.random.default_rng(seed))
+    twin.reset(cond, seed)
+    cams = [c.name for c in params.cameras]
+    columns = {
+        "sim": {c: sim.render(c, view) for c in cams},
+        f"lab {lab}": {c: twin.capture(c) if view is None else _resize(twin.capture(c), view) for c in cams},
+    }
+    world_name = "nominal" if world is None else world.name
+    title = f"{cond.kind}: {cond.object}, belt {cond.belt_speed:.3f} m/s, light x{cond.light_scale:.2f} | sim world {world_name}"
+    atomic.write_bytes(out, contact_sheet(columns, title))
+    sim.close()
+    Console(stderr=True).print(f"wrote {out} ({len(cams)} cameras, sim vs lab {lab})")
+
+
+def _resize(img, size):
+    import cv2
+
+    return cv2.resize(img, size, interpolation=cv2.INTER_AREA)
+
+
+COMMANDS: dict[str, dict[str, Callable[..., None]]] = {
+    "cell": {"show": cell_show},
+}
+
+
+def _pick(kind: str, name: str | None, known: dict) -> Callable | dict:
+    if name is None or name in ("-h", "--help"):
+        lines = "\n".join(f"  {k}" for k in known)
+        print(f"usage: r2s2r {kind}<command> ...\n\ncommands:\n{lines}")
+        raise SystemExit(0 if name else 2)
+    if name not in known:
+        close = difflib.get_close_matches(name, list(known), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise R2S2RError(f"unknown command {kind}{name!r}; expected one of {sorted(known)}.{hint}")
+    return known[name]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        group = _pick("", argv[0] if argv else None, COMMANDS)
+        func = _pick(f"{argv[0]} ", argv[1] if len(argv) > 1 else None, group)
+        tyro.cli(func, args=argv[2:], prog=f"r2s2r {argv[0]} {argv[1]}")
+    except R2S2RError as e:
+        print(f"r2s2r: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

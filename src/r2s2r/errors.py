@@ -1,0 +1,32 @@
+"""The one exception hierarchy of r2s2r.
+
+Every error caused by bad input (a config value, a file, a dataset, a checkpoint,
+a CLI argument) is an :class:`R2S2RError` whose message names what was wrong and
+what was expected.
+"""
+
+from __future__ import annotations
+
+
+class R2S2RError(Exception):
+    """Base class of every error r2s2r raises on purpose."""
+
+
+class ConfigError(R2S2RError):
+    """A configuration value or parameter file is invalid."""
+
+
+class UnknownNameError(R2S2RError):
+    """A name (camera, object, preset, condition) is not one of the known names."""
+
+    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]) -> None:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(known), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        super().__init__(f"unknown {kind} {name!r}; expected one of {sorted(known)}.{hint}")
+        self.kind, self.name, self.known = kind, name, tuple(known)
+
+
+class SafetyError(R2S2RError):
+    """A command could not be made safe (e.g. it is not finite)."""

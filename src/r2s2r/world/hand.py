@@ -1,0 +1,235 @@
+"""MuJoCo model (built with ``mujoco.MjSpec``) of a human-scale 20-DoF five-finger hand.
+
+Wuji Hand 2 class: four fingers with abduction + MCP/PIP/DIP flexion and a four-joint opposable
+thumb, collision geometry from primitives (a box palm, capsule phalanges). Units are SI (m, kg,
+N m) and radians.
+
+Hand frame (the hand root body sits at the identity pose of its parent, the arm's flange):
+
+- +z is the palm normal, pointing away from the flange; the palm surface is at z = 3 cm.
+- +x is the direction the four fingers extend along the palm (palm spans x = 0..9 cm).
+- The thumb sits at the palm's base on the -y side for ``side="right"``, +y for ``"left"``
+  (the left hand is the exact mirror image; the same joint values give the mirrored pose).
+- Fingers flex toward +z (they curl in front of the palm); finger abduction is positive toward
+  the little finger. The thumb's ``_0`` swings it from the palm plane (0) to in front of the palm
+  (~1.57); ``_1.._3`` curl it toward +x (toward the fingers).
+
+Hand geoms use ``contype=1, conaffinity=2``: they touch every geom with the default
+``contype=conaffinity=1`` (objects, table, belt) but never each other.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, fields
+
+import mujoco
+import numpy as np
+
+from r2s2r.errors import ConfigError
+
+FINGERS = ("thumb", "index", "middle", "ring", "little")
+HAND_JOINTS: tuple[str, ...] = tuple(f"{f}_{i}" for f in FINGERS for i in range(4))
+SIDES = ("right", "left")
+GRASP_KINDS = ("power", "pinch")
+
+# Geometry of the right hand (m, hand frame). Palm: box centre and half-extents.
+PALM_POS = (0.045, 0.0, 0.0175)
+PALM_HALF = (0.045, 0.0425, 0.0125)
+PALM_CENTER = (0.06, -0.012, 0.055)  # grasp centre: a power-grasped object's centre
+PINCH_CENTER = (0.08, -0.031, 0.102)  # where a 4 cm object sits between thumb and index pads
+PALM_MASS_FRACTION = 0.5  # palm + motors; the rest is spread over the phalanges by volume
+# Four fingers: MCP position, phalanx lengths (proximal, middle, distal), capsule radius.
+FINGER_MCP = {
+    "index": (0.090, -0.03075, 0.0215),
+    "middle": (0.092, -0.01025, 0.0215),
+    "ring": (0.090, 0.01025, 0.0215),
+    "little": (0.085, 0.03075, 0.0215),
+}
+FINGER_LEN = {
+    "index": (0.043, 0.024, 0.021),
+    "middle": (0.045, 0.025, 0.022),
+    "ring": (0.043, 0.024, 0.021),
+    "little": (0.037, 0.021, 0.019),
+}
+FINGER_RADIUS = {"index": 0.0085, "middle": 0.0085, "ring": 0.0085, "little": 0.008}
+# Thumb: CMC position; metacarpal, proximal and distal lengths; radius (shorter, thicker).
+THUMB_CMC = (0.01, -0.018, 0.02)
+THUMB_LEN = (0.038, 0.032, 0.027)
+THUMB_RADIUS = 0.0100
+PAD_TORSION = 0.005  # torsional friction length (m) of condim-4 pads: ~contact patch radius
+HAND_CONTYPE, HAND_CONAFFINITY = 1, 2
+
+_FINGER_RANGE = ((-0.3, 0.3), (-0.2, 1.6), (0.0, 1.7), (0.0, 1.4))
+_THUMB_RANGE = ((0.0, 1.8), (-0.3, 1.2), (0.0, 1.0), (-0.2, 1.4))
+
+
+@dataclass(frozen=True)
+class HandParams:
+    """Drive and contact parameters shared by all 20 joints.
+
+    kp: 2 N m/rad so the closure-1 targets, 0.3-0.6 rad past contact, press each joint with
+    0.6-1 N m: a few N of grip per fingertip, which with the pad friction below holds a 300 g
+    object through the cell's ~8 m/s^2 carries with margin. ``force_limit`` (1 N m, a small
+    geared finger motor) caps it. ``kv``/``damping`` damp the fingers near critically given the
+    reflected rotor inertia ``armature`` (kg m^2), which also keeps the explicit servo damping
+    stable at 1-2 ms steps. ``friction`` is a rubber pad's sliding coefficient.
+    """
+
+    kp: float = 2.0  # position-servo stiffness, N m/rad
+    kv: float = 0.05  # servo damping, N m s/rad
+    damping: float = 0.02  # passive joint damping, N m s/rad
+    force_limit: float = 0.6  # actuator torque limit, N m
+    friction: float = 1.0  # sliding friction coefficient of finger/palm pads
+    mass: float = 0.6  # total hand mass, kg
+    armature: float = 1e-3  # reflected rotor inertia per joint, kg m^2
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v):
+                raise ConfigError(f"HandParams.{f.name}={v!r}; expected a finite number")
+            if v <= 0:
+                raise ConfigError(f"HandParams.{f.name}={v!r}; expected a positive number")
+
+
+def hand_joint_ranges() -> np.ndarray:
+    """(20, 2) joint ranges (rad) in ``HAND_JOINTS`` order; identical for both sides."""
+    return np.array(_THUMB_RANGE + _FINGER_RANGE * 4, dtype=float)
+
+
+def _pose(thumb, index, middle, ring, little) -> np.ndarray:
+    return np.array([*thumb, *index, *middle, *ring, *little], dtype=float)
+
+
+def hand_open_pose() -> np.ndarray:
+    """(20,) flat open hand: fingers straight and slightly spread, thumb out beside the palm."""
+    return _pose((0.25, 0.0, 0.0, 0.0), (-0.1, 0, 0, 0), (0, 0, 0, 0), (0.08, 0, 0, 0),
+                 (0.16, 0, 0, 0))
+
+
+_CURLED = (0.0, 1.5, 1.6, 1.2)  # a finger folded out of the way
+_GRASPS = {  # kind: (pre-shape, closed)
+    "power": (
+        _pose((0.6, -0.2, 0.2, 0.2), (-0.05, 0.2, 0.2, 0.1), (0.0, 0.2, 0.2, 0.1),
+              (0.05, 0.2, 0.2, 0.1), (0.1, 0.2, 0.2, 0.1)),
+        _pose((1.65, 0.8, 0.8, 0.7), (0.05, 1.25, 1.6, 1.3), (0.0, 1.25, 1.6, 1.3),
+              (-0.05, 1.25, 1.6, 1.3), (-0.1, 1.25, 1.6, 1.3)),
+    ),
+    "pinch": (
+        _pose((1.47, -0.25, 0.5, 0.6), (0.0, 1.0, 0.0, 0.0), _CURLED, _CURLED, _CURLED),
+        _pose((1.47, 0.9, 0.1, 0.0), (0.0, 1.6, 0.6, 0.3), _CURLED, _CURLED, _CURLED),
+    ),
+}
+
+
+def hand_grasp_pose(kind: str, closure: float) -> np.ndarray:
+    """(20,) joint targets (rad) for a ``"power"`` or ``"pinch"`` grasp.
+
+    ``closure`` in [0, 1]: 0 is the open pre-shape, 1 fully closed; the closed targets lie past
+    contact with any object of the cell, so the servos squeeze. Linear in between.
+    """
+    if kind not in _GRASPS:
+        raise ConfigError(f"grasp kind {kind!r}; expected one of {GRASP_KINDS}")
+    c = closure
+    if isinstance(c, bool) or not isinstance(c, numbers.Real) or not 0.0 <= c <= 1.0:
+        raise ConfigError(f"grasp closure {closure!r}; expected a number in [0, 1]")
+    pre, closed = _GRASPS[kind]
+    return (1.0 - c) * pre + c * closed
+
+
+def _capsule_volume(length: float, radius: float) -> float:
+    return math.pi * radius**2 * length + 4.0 / 3.0 * math.pi * radius**3
+
+
+def add_hand(
+    spec: mujoco.MjSpec, parent: mujoco.MjsBody, prefix: str, params: HandParams, side: str
+) -> mujoco.MjsBody:
+    """Add the hand under ``parent`` (at identity) and return its root body ``{prefix}hand``.
+
+    Joints and their position actuators are named ``{prefix}{suffix}`` for ``HAND_JOINTS``
+    (actuators in that order, ``ctrlrange`` = joint range, ``forcerange`` = +-force_limit).
+    Sites: ``{prefix}palm_center`` (grasp centre) and ``{prefix}{finger}_tip`` (the centre of
+    each distal capsule's end cap). Every geom name starts with ``prefix``. All hand bodies are
+    gravity compensated (the arm carries the hand's weight).
+    """
+    if side not in SIDES:
+        raise ConfigError(f"hand side {side!r}; expected one of {SIDES}")
+    if not isinstance(params, HandParams):
+        raise ConfigError(f"hand params {type(params).__name__}; expected HandParams")
+    s = 1.0 if side == "right" else -1.0
+
+    def pos(p):  # mirror a point of the right hand
+        return [p[0], s * p[1], p[2]]
+
+    def axis(a):  # mirror a rotation axis (a reflection flips the sense of rotations)
+        return [a[0], a[1], a[2]] if s > 0 else [-a[0], a[1], -a[2]]
+
+    thumb_links = [(THUMB_RADIUS, ln) for ln in THUMB_LEN]
+    links = thumb_links + [(FINGER_RADIUS[f], ln) for f in FINGERS[1:] for ln in FINGER_LEN[f]]
+    link_density = (1.0 - PALM_MASS_FRACTION) * params.mass / sum(
+        _capsule_volume(ln, r) for r, ln in links
+    )
+    ranges = hand_joint_ranges()
+    friction = [params.friction, PAD_TORSION, 1e-4]
+    skin, pad = [0.25, 0.25, 0.28, 1.0], [0.15, 0.15, 0.17, 1.0]
+
+    def geom(body, name, **kw):
+        g = body.add_geom(name=prefix + name, condim=4, friction=friction, **kw)
+        g.contype, g.conaffinity = HAND_CONTYPE, HAND_CONAFFINITY
+        return g
+
+    def joint(body, suffix, ax):
+        i = HAND_JOINTS.index(suffix)
+        body.add_joint(
+            name=prefix + suffix,
+            type=mujoco.mjtJoint.mjJNT_HINGE,
+            axis=axis(ax),
+            range=(np.degrees(ranges[i]) if spec.compiler.degree else ranges[i]).tolist(),
+            limited=mujoco.mjtLimited.mjLIMITED_TRUE,
+            damping=params.damping,
+            armature=params.armature,
+        )
+
+    hand = parent.add_body(name=prefix + "hand", gravcomp=1.0)
+    geom(hand, "palm", type=mujoco.mjtGeom.mjGEOM_BOX, pos=pos(PALM_POS), size=list(PALM_HALF),
+         mass=PALM_MASS_FRACTION * params.mass, rgba=skin)
+    hand.add_site(name=prefix + "palm_center", pos=pos(PALM_CENTER), size=[0.005])
+    hand.add_site(name=prefix + "pinch_center", pos=pos(PINCH_CENTER), size=[0.005])
+
+    def chain(finger, root_pos, direction, axes, lengths, radius):
+        """Three capsule links along ``direction``; ``axes[i]`` are the joint axes of link i."""
+        body, parent_body, at = None, hand, root_pos
+        suffixes = iter(f"{finger}_{i}" for i in range(4))
+        for k, (ln, link_axes) in enumerate(zip(lengths, axes)):
+            body = parent_body.add_body(name=f"{prefix}{finger}_link{k}", pos=pos(at),
+                                        gravcomp=1.0)
+            for ax in link_axes:
+                joint(body, next(suffixes), ax)
+            end = [ln * d for d in direction]
+            geom(body, f"{finger}_link{k}", type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+                 fromto=[0, 0, 0, *pos(end)], size=[radius, 0, 0],
+                 density=link_density, rgba=pad if k == 2 else skin)
+            parent_body, at = body, end
+        body.add_site(name=f"{prefix}{finger}_tip", pos=pos(at), size=[0.004])
+
+    # Thumb along -y: _0 about -x swings it up in front of the palm, _1.._3 about the base
+    # frame's +z curl it toward +x (across the palm at _0 = 0, toward the fingers opposed).
+    curl = (0.0, 0.0, 1.0)
+    chain("thumb", THUMB_CMC, (0.0, -1.0, 0.0), [[(-1.0, 0.0, 0.0), curl], [curl], [curl]],
+          THUMB_LEN, THUMB_RADIUS)
+    flex = (0.0, -1.0, 0.0)  # +x rotates toward +z
+    for f in FINGERS[1:]:
+        chain(f, FINGER_MCP[f], (1.0, 0.0, 0.0), [[(0.0, 0.0, 1.0), flex], [flex], [flex]],
+              FINGER_LEN[f], FINGER_RADIUS[f])
+
+    for i, suffix in enumerate(HAND_JOINTS):
+        act = spec.add_actuator(name=prefix + suffix, target=prefix + suffix,
+                                trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        act.set_to_position(kp=params.kp, kv=params.kv)
+        act.ctrlrange = ranges[i].tolist()
+        act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        act.forcerange = [-params.force_limit, params.force_limit]
+        act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    return hand
