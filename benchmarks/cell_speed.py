@@ -15,6 +15,8 @@ import statistics
 import time
 
 import r2s2r  # noqa: F401  (sets MUJOCO_GL before mujoco loads)
+
+# isort: split
 import mujoco
 import numpy as np
 from rich.console import Console
@@ -106,8 +108,10 @@ def main() -> None:
     args = ap.parse_args()
     console = Console()
     sim, lab = WorldParams.nominal(), _hidden_params(LabTwin(args.lab))
-    console.print(f"machine: {platform.machine()}, {platform.processor() or platform.platform()}, "
-                  f"python {platform.python_version()}, mujoco {mujoco.__version__}")
+    console.print(
+        f"machine: {platform.machine()}, {platform.processor() or platform.platform()}, "
+        f"python {platform.python_version()}, mujoco {mujoco.__version__}"
+    )
 
     t = Table(title="Physics (holding home, object riding the belt)")
     for col in ("world", "timestep", "steps/s", "real-time factor"):
@@ -130,8 +134,13 @@ def main() -> None:
         t.add_column(col)
     for name, p, seed in (("SimCell.step", sim, None), ("LabTwin.act", lab, args.lab)):
         step_t, floor_t = control_cost(p, seed, args.controls)
-        t.add_row(name, f"{step_t * 1000:.1f}", f"{floor_t * 1000:.1f}", f"{step_t / floor_t:.2f}",
-                  f"{100 * (step_t / floor_t - 1):+.0f}%")
+        t.add_row(
+            name,
+            f"{step_t * 1000:.1f}",
+            f"{floor_t * 1000:.1f}",
+            f"{step_t / floor_t:.2f}",
+            f"{100 * (step_t / floor_t - 1):+.0f}%",
+        )
     console.print(t)
 
 

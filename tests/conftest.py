@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import r2s2r  # noqa: F401  (sets MUJOCO_GL before mujoco is imported)
 import numpy as np
 import pytest
 
+import r2s2r  # noqa: F401  (sets MUJOCO_GL before mujoco is imported)
 from r2s2r.world.params import WorldParams
 
 

@@ -9,8 +9,15 @@ from r2s2r.geometry import mat_to_quat
 from r2s2r.world import rizon
 
 
-def site_ik(model: mujoco.MjModel, site: str, pos: np.ndarray, rot: np.ndarray | None, q0: np.ndarray,
-            side: str = "right", iters: int = 300) -> np.ndarray:
+def site_ik(
+    model: mujoco.MjModel,
+    site: str,
+    pos: np.ndarray,
+    rot: np.ndarray | None,
+    q0: np.ndarray,
+    side: str = "right",
+    iters: int = 300,
+) -> np.ndarray:
     """Arm joints (7,) putting ``site`` at world ``pos`` (and, if given, its body at rotation ``rot``)."""
     data = mujoco.MjData(model)
     qadr = np.array([model.joint(f"{side}_joint{i + 1}").qposadr[0] for i in range(7)])

@@ -24,9 +24,7 @@ def _grid(lens: LensModel, step: float) -> np.ndarray:
     return np.stack([us.ravel(), vs.ravel()], axis=1)
 
 
-@pytest.mark.parametrize(
-    "lens", [PINHOLE, FISHEYE, FISHEYE.scaled(96, 96)], ids=["pinhole", "fisheye", "fisheye96"]
-)
+@pytest.mark.parametrize("lens", [PINHOLE, FISHEYE, FISHEYE.scaled(96, 96)], ids=["pinhole", "fisheye", "fisheye96"])
 def test_project_unproject_round_trip(lens: LensModel) -> None:
     pix = _grid(lens, max(lens.width / 37.3, 1.0))
     rays = lens.unproject(pix)
@@ -89,9 +87,7 @@ def _render(pipe: CameraPipeline, centres_cv: np.ndarray, radius: float) -> np.n
     spec.visual.global_.offheight = pipe.render_height
     spec.worldbody.add_camera(name="cam", pos=cam_pos, quat=cam_quat, fovy=pipe.render_fovy_deg)
     for p in world:
-        spec.worldbody.add_geom(
-            type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[radius, 0, 0], pos=p, rgba=[1, 1, 1, 1]
-        )
+        spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[radius, 0, 0], pos=p, rgba=[1, 1, 1, 1])
     model = spec.compile()
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)

@@ -91,8 +91,8 @@ def _drop_into(cell: SimCell, color: str) -> None:
     b = cell.params.bin(color)
     eng = cell.engine
     adr = eng.model.joint("object_free").qposadr[0]
-    eng.data.qpos[adr: adr + 3] = np.asarray(b.pose.pos) + [0, 0, 0.08]
-    eng.data.qvel[eng.model.joint("object_free").dofadr[0]:][:6] = 0
+    eng.data.qpos[adr : adr + 3] = np.asarray(b.pose.pos) + [0, 0, 0.08]
+    eng.data.qvel[eng.model.joint("object_free").dofadr[0] :][:6] = 0
     cell._judge.lifted = True  # it was lifted by the carry
 
 

@@ -173,8 +173,10 @@ def test_safety_filter_clips_counts_and_logs(nominal):
     for _ in range(400):  # find a self-colliding command and check the filter stops short of it
         cand = prev.copy()
         cand[:7] = rng.uniform(rizon.JOINT_RANGE[:, 0], rizon.JOINT_RANGE[:, 1])
-        if flt._unsafe("right", cand, {"left": np.r_[0.68, -0.085, 0.34, 2.638, -0.981, 0.11, -0.326, np.zeros(20)]}) \
-                == "self_collision":
+        if (
+            flt._unsafe("right", cand, {"left": np.r_[0.68, -0.085, 0.34, 2.638, -0.981, 0.11, -0.326, np.zeros(20)]})
+            == "self_collision"
+        ):
             found = True
             before = flt.counts["self_collision"]
             safe = flt.filter("right", prev, cand, dt=100.0)

@@ -16,15 +16,22 @@ from r2s2r.world.scene import actuator_names, build_spec
 
 # The spec sheet of the issue, written out independently of r2s2r.world.rizon.
 FACTS = [  # offset in parent, rotation about z before the joint (deg), joint axis
-    ((0, 0, 0.155), 180, "z"), ((0, 0.03, 0.21), 0, "y"), ((0, 0.035, 0.205), 0, "z"),
-    ((-0.02, -0.03, 0.19), 180, "y"), ((-0.02, 0.025, 0.195), 180, "z"), ((0, 0.03, 0.19), 0, "y"),
+    ((0, 0, 0.155), 180, "z"),
+    ((0, 0.03, 0.21), 0, "y"),
+    ((0, 0.035, 0.205), 0, "z"),
+    ((-0.02, -0.03, 0.19), 180, "y"),
+    ((-0.02, 0.025, 0.195), 180, "z"),
+    ((0, 0.03, 0.19), 0, "y"),
 ]
 
 
 def _rot(axis: str, a: float) -> np.ndarray:
     c, s = np.cos(a), np.sin(a)
-    return {"x": np.array([[1, 0, 0], [0, c, -s], [0, s, c]]), "y": np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]]),
-            "z": np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])}[axis]
+    return {
+        "x": np.array([[1, 0, 0], [0, c, -s], [0, s, c]]),
+        "y": np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]]),
+        "z": np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]),
+    }[axis]
 
 
 def _facts_fk(q: np.ndarray) -> np.ndarray:

@@ -13,6 +13,13 @@ from r2s2r.lab import LabTwin, RealCell  # noqa: E402
 from r2s2r.world import Condition, SimCell, WorldParams, sample_condition  # noqa: E402
 
 __all__ = [
-    "ConfigError", "Condition", "LabTwin", "R2S2RError", "RealCell", "SimCell", "UnknownNameError",
-    "WorldParams", "sample_condition",
+    "ConfigError",
+    "Condition",
+    "LabTwin",
+    "R2S2RError",
+    "RealCell",
+    "SimCell",
+    "UnknownNameError",
+    "WorldParams",
+    "sample_condition",
 ]

@@ -1,6 +1,6 @@
 """The ``r2s2r`` command: one subcommand per stage, built from typed functions with tyro.
 
-    r2s2r cell show [--lab SEED] [--condition KIND] [--seed N] [--world FILE] --out PNG
+r2s2r cell show [--lab SEED] [--condition KIND] [--seed N] [--world FILE] --out PNG
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ def cell_show(
         f"lab {lab}": {c: twin.capture(c) if view is None else _resize(twin.capture(c), view) for c in cams},
     }
     world_name = "nominal" if world is None else world.name
-    title = f"{cond.kind}: {cond.object}, belt {cond.belt_speed:.3f} m/s, light x{cond.light_scale:.2f} | sim world {world_name}"
+    title = (
+        f"{cond.kind}: {cond.object}, belt {cond.belt_speed:.3f} m/s, light x{cond.light_scale:.2f}"
+        f" | sim world {world_name}"
+    )
     atomic.write_bytes(out, contact_sheet(columns, title))
     sim.close()
     Console(stderr=True).print(f"wrote {out} ({len(cams)} cameras, sim vs lab {lab})")

@@ -60,14 +60,13 @@ def _convert(tp: Any, data: Any, where: str) -> Any:
             return tuple(_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(data))
         if len(data) != len(args):
             raise ConfigError(f"{where}: expected {len(args)} values, got {len(data)}")
-        return tuple(_convert(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, data)))
+        return tuple(_convert(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, data, strict=True)))
     if origin in (typing.Union, types.UnionType):
-        errors = []
         for arg in typing.get_args(tp):
             try:
                 return _convert(arg, data, where)
-            except ConfigError as e:
-                errors.append(str(e))
+            except ConfigError:
+                continue
         raise ConfigError(f"{where}: value {data!r} matches none of {typing.get_args(tp)}")
     if tp is type(None):
         if data is not None:

@@ -71,8 +71,11 @@ def inv_T(T: np.ndarray) -> np.ndarray:
     return out
 
 
-def look_at_cv(eye: np.ndarray | tuple[float, ...], target: np.ndarray | tuple[float, ...],
-               up: tuple[float, float, float] = (0.0, 0.0, 1.0)) -> np.ndarray:
+def look_at_cv(
+    eye: np.ndarray | tuple[float, ...],
+    target: np.ndarray | tuple[float, ...],
+    up: tuple[float, float, float] = (0.0, 0.0, 1.0),
+) -> np.ndarray:
     """Quaternion of an OpenCV camera frame at ``eye`` looking at ``target``.
 
     The camera's +z points at the target and its +y (image down) points away from ``up``.

@@ -5,6 +5,11 @@ from r2s2r.lab.safety import SafetyFilter, SafetyLimits
 from r2s2r.lab.twin import LabTwin
 
 __all__ = [
-    "EncoderRecord", "GuardedMoveResult", "KinematicCalibration", "LabTwin", "RealCell", "SafetyFilter",
+    "EncoderRecord",
+    "GuardedMoveResult",
+    "KinematicCalibration",
+    "LabTwin",
+    "RealCell",
+    "SafetyFilter",
     "SafetyLimits",
 ]

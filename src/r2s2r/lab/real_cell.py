@@ -95,8 +95,9 @@ class RealCell(Protocol):
         """Stream arm joint targets ``q`` (N, 7) at times ``t`` (N,) (held between samples) and
         return the encoder record at the servo rate until the last sample's time."""
 
-    def guarded_move(self, side: str, q_target: np.ndarray, duration: float,
-                     force_threshold: float = 2.0) -> GuardedMoveResult:
+    def guarded_move(
+        self, side: str, q_target: np.ndarray, duration: float, force_threshold: float = 2.0
+    ) -> GuardedMoveResult:
         """Move the arm linearly in joint space toward ``q_target`` (7,) over ``duration`` s and
         stop as soon as the index fingertip feels more than ``force_threshold`` N."""
 

@@ -44,8 +44,10 @@ class SafetyFilter:
         self._model = spec.compile()
         self._data = mujoco.MjData(self._model)
         m = self._model
-        self._qadr = {s: np.array([m.joint(n).qposadr[0] for n in arm_joint_names(s) + hand_joint_names(s)])
-                      for s in ("right", "left")}
+        self._qadr = {
+            s: np.array([m.joint(n).qposadr[0] for n in arm_joint_names(s) + hand_joint_names(s)])
+            for s in ("right", "left")
+        }
         self._flange = {s: m.body(f"{s}_flange").id for s in ("right", "left")}
         ranges = np.vstack([rizon.JOINT_RANGE, hand_joint_ranges()])
         margin = np.r_[np.full(7, limits.joint_margin), np.zeros(20)]  # hand joints may reach their stops
@@ -105,8 +107,9 @@ class SafetyFilter:
         self.counts[kind] += 1
         self.log.append(f"{kind} ({side}): {detail}")
 
-    def filter(self, side: str, q_prev: np.ndarray, q_cmd: np.ndarray, dt: float,
-               other: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    def filter(
+        self, side: str, q_prev: np.ndarray, q_cmd: np.ndarray, dt: float, other: dict[str, np.ndarray] | None = None
+    ) -> np.ndarray:
         """Safe version of command ``q_cmd`` (27,) following ``q_prev`` after ``dt`` seconds.
 
         ``other`` gives the other side's current command for the collision check.

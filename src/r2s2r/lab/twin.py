@@ -41,8 +41,7 @@ def _min_jerk(s: np.ndarray) -> np.ndarray:
 class LabTwin:
     """A lab cell drawn from ``seed``: same seed, same cell, same measurements."""
 
-    def __init__(self, seed: int, config: CellConfig = CellConfig(),
-                 safety: SafetyLimits = SafetyLimits()) -> None:
+    def __init__(self, seed: int, config: CellConfig = CellConfig(), safety: SafetyLimits = SafetyLimits()) -> None:
         if not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ConfigError(f"lab seed: expected a non-negative integer, got {seed!r}")
         self.seed = int(seed)
@@ -52,11 +51,17 @@ class LabTwin:
         truth = draw_as_built(nominal, draw)
         self.__truth = truth
         self.__factory = {s: factory_file(getattr(truth, f"{s}_arm"), s, factory) for s in SIDES}
-        robot_model = nominal.replace(**{
-            f"{s}_arm": getattr(nominal, f"{s}_arm").__class__(
-                base=getattr(nominal, f"{s}_arm").base, link_pos=self.__factory[s].link_pos,
-                flange_pos=self.__factory[s].flange_pos, joint_zero=self.__factory[s].joint_zero)
-            for s in SIDES})
+        robot_model = nominal.replace(
+            **{
+                f"{s}_arm": getattr(nominal, f"{s}_arm").__class__(
+                    base=getattr(nominal, f"{s}_arm").base,
+                    link_pos=self.__factory[s].link_pos,
+                    flange_pos=self.__factory[s].flange_pos,
+                    joint_zero=self.__factory[s].joint_zero,
+                )
+                for s in SIDES
+            }
+        )
         self.__safety = SafetyFilter(robot_model, safety)
         self.__meas_rng = meas
         self.__trial_rng = meas
@@ -146,8 +151,7 @@ class LabTwin:
         if not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0) or t[0] < 0:
             raise ConfigError("trajectory: times must be finite, non-negative and increasing")
         eng = self.__engine
-        m, d = eng.model, eng.data
-        dt = m.opt.timestep
+        dt = eng.model.opt.timestep
         n = int(round(t[-1] / dt)) + 1
         rec_t, rec_cmd, rec_q = np.empty(n), np.empty((n, 7)), np.empty((n, 7))
         k, last_t = -1, 0.0
@@ -175,8 +179,9 @@ class LabTwin:
         t = np.linspace(0, duration, steps + 1)[1:]
         return self.execute_trajectory(side, t, start + s[:, None] * (q - start))
 
-    def guarded_move(self, side: str, q_target: np.ndarray, duration: float,
-                     force_threshold: float = 2.0) -> GuardedMoveResult:
+    def guarded_move(
+        self, side: str, q_target: np.ndarray, duration: float, force_threshold: float = 2.0
+    ) -> GuardedMoveResult:
         _check_side(side)
         q_target = np.asarray(q_target, dtype=float)
         if q_target.shape != (7,) or duration <= 0 or force_threshold <= 0:
@@ -233,8 +238,14 @@ class LabTwin:
         self.__engine.set_belt_speed(speed)
 
     def place_object(self, object_name: str, start_x: float, lateral: float, yaw: float) -> None:
-        Condition("nominal" if not CATALOG.get(object_name, CATALOG[KNOWN_OBJECTS[0]]).novel else "novel_object",
-                  object_name, 0.05, start_x, lateral, yaw)  # validates names and ranges
+        Condition(
+            "nominal" if not CATALOG.get(object_name, CATALOG[KNOWN_OBJECTS[0]]).novel else "novel_object",
+            object_name,
+            0.05,
+            start_x,
+            lateral,
+            yaw,
+        )  # validates names and ranges
         if object_name != self.__engine.object_name:
             self.__reload(object_name)
         self.__engine.place_object_on_belt(start_x, lateral, yaw)

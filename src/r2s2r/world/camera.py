@@ -83,9 +83,7 @@ class LensModel:
         n = _KINDS[self.kind]
         if len(dist) != n:
             what = "(k1, k2, p1, p2, k3)" if self.kind == "pinhole" else "(k1, k2, k3, k4)"
-            raise ConfigError(
-                f"{self.kind} lens dist must have {n} coefficients {what}, got {len(dist)}"
-            )
+            raise ConfigError(f"{self.kind} lens dist must have {n} coefficients {what}, got {len(dist)}")
         set_(self, "dist", tuple(_finite(f"lens dist[{i}]", d) for i, d in enumerate(dist)))
 
     @property
@@ -155,9 +153,7 @@ class LensModel:
             # theta > 90 deg gives tan(theta) < 0, i.e. a mirrored point: reject it.
             xd = (pix - [self.cx, self.cy]) / [self.fx, self.fy]
             xy[(xy * xd).sum(axis=1) < 0] = np.nan
-        err = np.linalg.norm(
-            self._distort(xy) * [self.fx, self.fy] + [self.cx, self.cy] - pix, axis=1
-        )
+        err = np.linalg.norm(self._distort(xy) * [self.fx, self.fy] + [self.cx, self.cy] - pix, axis=1)
         rays = np.concatenate([xy, np.ones((len(xy), 1))], axis=1)
         rays[~(err <= _UNPROJECT_TOL_PX)] = np.nan
         return rays / np.linalg.norm(rays, axis=1, keepdims=True)
@@ -304,8 +300,7 @@ class CameraPipeline:
             raise ConfigError(f"render_rgb must be a numpy array, got {type(render_rgb).__name__}")
         if render_rgb.shape != shape or render_rgb.dtype != np.uint8:
             raise ConfigError(
-                f"render_rgb must be uint8 of shape {shape}, "
-                f"got {render_rgb.dtype} of shape {render_rgb.shape}"
+                f"render_rgb must be uint8 of shape {shape}, got {render_rgb.dtype} of shape {render_rgb.shape}"
             )
         img = cv2.remap(
             np.ascontiguousarray(render_rgb),

@@ -70,7 +70,9 @@ class Condition:
             if CATALOG[self.object].novel:
                 raise ConfigError(f"condition: a nominal trial uses a known object, got novel {self.object!r}")
             if not NOMINAL_SPEED[0] - 1e-9 <= self.belt_speed <= NOMINAL_SPEED[1] + 1e-9:
-                raise ConfigError(f"condition.belt_speed: nominal trials use {NOMINAL_SPEED} m/s, got {self.belt_speed}")
+                raise ConfigError(
+                    f"condition.belt_speed: nominal trials use {NOMINAL_SPEED} m/s, got {self.belt_speed}"
+                )
 
     @property
     def color(self) -> str:

@@ -56,15 +56,18 @@ def left_hold_command() -> np.ndarray:
 class CellEngine:
     """Physics state of a cell holding one object at a time."""
 
-    def __init__(self, params: WorldParams, control: ControlConfig = ControlConfig(),
-                 target: TargetMount | None = None) -> None:
+    def __init__(
+        self, params: WorldParams, control: ControlConfig = ControlConfig(), target: TargetMount | None = None
+    ) -> None:
         self.params = params
         self.control = control
         self.target = target
         self._steps_per_segment = control.control_dt / control.interp_segments / params.physics.timestep
         if abs(self._steps_per_segment - round(self._steps_per_segment)) > 1e-6:
-            raise ConfigError(f"control_dt/interp_segments ({control.control_dt}/{control.interp_segments}) must be a "
-                              f"multiple of the physics timestep {params.physics.timestep}")
+            raise ConfigError(
+                f"control_dt/interp_segments ({control.control_dt}/{control.interp_segments}) must be a "
+                f"multiple of the physics timestep {params.physics.timestep}"
+            )
         self._steps_per_segment = int(round(self._steps_per_segment))
         self.model: mujoco.MjModel | None = None
         self.data: mujoco.MjData | None = None
@@ -86,10 +89,14 @@ class CellEngine:
         mujoco.mj_resetData(self.model, self.data)
         self.object_name = object_name
         m = self.model
-        self._qadr = {s: np.array([m.joint(n).qposadr[0] for n in arm_joint_names(s) + hand_joint_names(s)])
-                      for s in ("right", "left")}
-        self._vadr = {s: np.array([m.joint(n).dofadr[0] for n in arm_joint_names(s) + hand_joint_names(s)])
-                      for s in ("right", "left")}
+        self._qadr = {
+            s: np.array([m.joint(n).qposadr[0] for n in arm_joint_names(s) + hand_joint_names(s)])
+            for s in ("right", "left")
+        }
+        self._vadr = {
+            s: np.array([m.joint(n).dofadr[0] for n in arm_joint_names(s) + hand_joint_names(s)])
+            for s in ("right", "left")
+        }
         self._act = {"right": np.arange(0, N_SIDE), "left": np.arange(N_SIDE, 2 * N_SIDE)}
         self._belt_q = m.joint("belt_slide").qposadr[0]
         self._belt_v = m.joint("belt_slide").dofadr[0]
@@ -133,7 +140,7 @@ class CellEngine:
 
     def object_pose(self) -> np.ndarray:
         """T_world_object (4x4) of the current object."""
-        qp = self.data.qpos[self._obj_q: self._obj_q + 7]
+        qp = self.data.qpos[self._obj_q : self._obj_q + 7]
         return make_T(qp[:3], qp[3:])
 
     def place_object_on_belt(self, start_x: float, lateral: float, yaw: float) -> None:
@@ -143,15 +150,15 @@ class CellEngine:
         T_world_belt = make_T(c.pose.pos, c.pose.quat)
         p = T_world_belt @ np.array([start_x, lateral, cat.rest_height + 1e-4, 1.0])
         q = quat_mul(c.pose.quat, axis_angle_quat((0, 0, 1), yaw))
-        self.data.qpos[self._obj_q: self._obj_q + 7] = np.concatenate([p[:3], q])
+        self.data.qpos[self._obj_q : self._obj_q + 7] = np.concatenate([p[:3], q])
         v = quat_to_mat(c.pose.quat)[:, 0] * self.belt_speed
-        self.data.qvel[self._obj_v: self._obj_v + 6] = np.concatenate([v, np.zeros(3)])
+        self.data.qvel[self._obj_v : self._obj_v + 6] = np.concatenate([v, np.zeros(3)])
         mujoco.mj_forward(self.model, self.data)
 
     def park_object(self) -> None:
         """Move the object out of the way (on the floor behind the robots), at rest."""
-        self.data.qpos[self._obj_q: self._obj_q + 7] = [-0.8, 0.0, CATALOG[self.object_name].rest_height, 1, 0, 0, 0]
-        self.data.qvel[self._obj_v: self._obj_v + 6] = 0.0
+        self.data.qpos[self._obj_q : self._obj_q + 7] = [-0.8, 0.0, CATALOG[self.object_name].rest_height, 1, 0, 0, 0]
+        self.data.qvel[self._obj_v : self._obj_v + 6] = 0.0
         mujoco.mj_forward(self.model, self.data)
 
     def set_belt_speed(self, commanded: float) -> None:

@@ -77,8 +77,8 @@ class HandParams:
     stable at 1-2 ms steps. ``friction`` is a rubber pad's sliding coefficient.
     """
 
-    kp: float = 2.0  # position-servo stiffness, N m/rad
-    kv: float = 0.05  # servo damping, N m s/rad
+    kp: float = 4.0  # position-servo stiffness, N m/rad
+    kv: float = 0.07  # servo damping, N m s/rad
     damping: float = 0.02  # passive joint damping, N m s/rad
     force_limit: float = 0.6  # actuator torque limit, N m
     friction: float = 1.0  # sliding friction coefficient of finger/palm pads
@@ -124,11 +124,20 @@ _GRASPS = {  # kind: (pre-shape, closed)
 }
 
 
+# Closure window (start, end) of the thumb and of the four fingers. Power: the fingers wrap the
+# far side first, then the thumb closes the cage (a thumb sweeping in early shoves small objects
+# sideways out of the hand).
+_WINDOWS = {"power": ((0.2, 1.0), (0.0, 0.7)), "pinch": ((0.0, 1.0), (0.0, 1.0))}
+
+
 def hand_grasp_pose(kind: str, closure: float) -> np.ndarray:
     """(20,) joint targets (rad) for a ``"power"`` or ``"pinch"`` grasp.
 
     ``closure`` in [0, 1]: 0 is the open pre-shape, 1 fully closed; the closed targets lie past
-    contact with any object of the cell, so the servos squeeze. Linear in between.
+    contact with any object of the cell, so the servos squeeze. Each finger moves linearly from
+    pre-shape to closed over its own closure window (power: fingers over [0, 0.7], thumb over
+    [0.2, 1]). Power: palm on the object's top, ``palm_center`` at its centre. Pinch: thumb and
+    index pads meet around ``pinch_center``; the other three fingers stay curled away.
     """
     if kind not in _GRASPS:
         raise ConfigError(f"grasp kind {kind!r}; expected one of {GRASP_KINDS}")
@@ -136,7 +145,10 @@ def hand_grasp_pose(kind: str, closure: float) -> np.ndarray:
     if isinstance(c, bool) or not isinstance(c, numbers.Real) or not 0.0 <= c <= 1.0:
         raise ConfigError(f"grasp closure {closure!r}; expected a number in [0, 1]")
     pre, closed = _GRASPS[kind]
-    return (1.0 - c) * pre + c * closed
+    (t0, t1), (f0, f1) = _WINDOWS[kind]
+    s_thumb, s_finger = (min(max((c - a) / (b - a), 0.0), 1.0) for a, b in ((t0, t1), (f0, f1)))
+    s = np.repeat([s_thumb] + [s_finger] * 4, 4)
+    return pre + s * (closed - pre)
 
 
 def _capsule_volume(length: float, radius: float) -> float:

@@ -92,7 +92,12 @@ class CameraParams:
         _check(self.width > 0 and self.height > 0, f"{w} size", "positive width/height", (self.width, self.height))
         _check(self.fx > 0 and self.fy > 0, f"{w} focal", "positive fx, fy", (self.fx, self.fy))
         _finite((self.fx, self.fy, self.cx, self.cy, *self.dist), w)
-        _check(self.blur_sigma >= 0 and self.noise_std >= 0, f"{w} blur/noise", "non-negative", (self.blur_sigma, self.noise_std))
+        _check(
+            self.blur_sigma >= 0 and self.noise_std >= 0,
+            f"{w} blur/noise",
+            "non-negative",
+            (self.blur_sigma, self.noise_std),
+        )
         _check(min(self.wb_gains) > 0 and self.gain > 0, f"{w} gains", "positive", (self.wb_gains, self.gain))
         _check(0 <= self.vignetting < 1, f"{w}.vignetting", "a value in [0, 1)", self.vignetting)
 
@@ -138,7 +143,12 @@ class ConveyorParams:
     friction: float = 1.0
 
     def __post_init__(self) -> None:
-        _check(self.length > 0.3 and self.width > 0.1, "conveyor size", "length > 0.3 m, width > 0.1 m", (self.length, self.width))
+        _check(
+            self.length > 0.3 and self.width > 0.1,
+            "conveyor size",
+            "length > 0.3 m, width > 0.1 m",
+            (self.length, self.width),
+        )
         _check(0.5 < self.speed_scale < 1.5, "conveyor.speed_scale", "a value in (0.5, 1.5)", self.speed_scale)
         _check(self.friction > 0, "conveyor.friction", "positive", self.friction)
 
@@ -183,7 +193,12 @@ class LightingParams:
 
     def __post_init__(self) -> None:
         _check(self.key_dir[2] < 0, "lighting.key_dir", "a direction pointing down (z < 0)", self.key_dir)
-        _check(0 <= self.key_diffuse <= 2 and 0 <= self.ambient <= 1, "lighting", "diffuse in [0,2], ambient in [0,1]", (self.key_diffuse, self.ambient))
+        _check(
+            0 <= self.key_diffuse <= 2 and 0 <= self.ambient <= 1,
+            "lighting",
+            "diffuse in [0,2], ambient in [0,1]",
+            (self.key_diffuse, self.ambient),
+        )
 
 
 @dataclass(frozen=True)
@@ -198,7 +213,12 @@ class PhysicsParams:
 
     def __post_init__(self) -> None:
         _check(0 < self.timestep <= 0.005, "physics.timestep", "a step in (0, 0.005] s", self.timestep)
-        _check(abs(0.02 / self.timestep - round(0.02 / self.timestep)) < 1e-6, "physics.timestep", "a step dividing 20 ms", self.timestep)
+        _check(
+            abs(0.02 / self.timestep - round(0.02 / self.timestep)) < 1e-6,
+            "physics.timestep",
+            "a step dividing 20 ms",
+            self.timestep,
+        )
         _check(self.solref[0] >= 2 * self.timestep, "physics.solref", "time constant >= 2 timesteps", self.solref)
 
 
@@ -214,8 +234,12 @@ class RenderParams:
 
     def __post_init__(self) -> None:
         _check(self.shadowsize >= 0 and self.offsamples >= 0, "render", "non-negative sizes", self)
-        _check(4 <= self.numslices <= 64 and 2 <= self.numstacks <= 32, "render.numslices/numstacks",
-               "4..64 and 2..32", (self.numslices, self.numstacks))
+        _check(
+            4 <= self.numslices <= 64 and 2 <= self.numstacks <= 32,
+            "render.numslices/numstacks",
+            "4..64 and 2..32",
+            (self.numslices, self.numstacks),
+        )
 
 
 def _nominal_cameras() -> tuple[CameraParams, ...]:
@@ -223,16 +247,35 @@ def _nominal_cameras() -> tuple[CameraParams, ...]:
     heads = []
     for name, y in (("head_left", 0.03), ("head_right", -0.03)):
         eye = (0.10, y, 2.0)
-        heads.append(CameraParams(
-            name=name, model="pinhole", width=640, height=480, fx=430.0, fy=430.0, cx=319.5, cy=239.5,
-            dist=(0.0,) * 5, parent="world", pose=Pose(eye, tuple(look_at_cv(eye, (look[0], look[1] + y, look[2])))),
-        ))
+        heads.append(
+            CameraParams(
+                name=name,
+                model="pinhole",
+                width=640,
+                height=480,
+                fx=430.0,
+                fy=430.0,
+                cx=319.5,
+                cy=239.5,
+                dist=(0.0,) * 5,
+                parent="world",
+                pose=Pose(eye, tuple(look_at_cv(eye, (look[0], look[1] + y, look[2])))),
+            )
+        )
     # Wrist fisheyes sit on the back of the wrist and look past the fingers at the grasp zone.
     eye_w, target_w = (-0.07, 0.0, 0.02), (0.05, 0.0, 0.35)
     wrists = [
         CameraParams(
-            name=f"{side}_wrist", model="fisheye", width=480, height=480, fx=200.0, fy=200.0, cx=239.5, cy=239.5,
-            dist=(0.0,) * 4, parent=f"{side}_flange",
+            name=f"{side}_wrist",
+            model="fisheye",
+            width=480,
+            height=480,
+            fx=200.0,
+            fy=200.0,
+            cx=239.5,
+            cy=239.5,
+            dist=(0.0,) * 4,
+            parent=f"{side}_flange",
             pose=Pose(eye_w, tuple(look_at_cv(eye_w, target_w, up=(-1.0, 0.0, 0.0)))),
         )
         for side in ("right", "left")
@@ -269,8 +312,18 @@ class WorldParams:
         names = [c.name for c in self.cameras]
         _check(len(set(names)) == len(names), "cameras", "unique names", names)
         for c in self.cameras:
-            _check(c.parent in ("world", "right_flange", "left_flange"), f"camera {c.name!r}.parent", "'world', 'right_flange' or 'left_flange'", c.parent)
-        _check(sorted(b.color for b in self.bins) == ["blue", "red"], "bins", "one red and one blue bin", [b.color for b in self.bins])
+            _check(
+                c.parent in ("world", "right_flange", "left_flange"),
+                f"camera {c.name!r}.parent",
+                "'world', 'right_flange' or 'left_flange'",
+                c.parent,
+            )
+        _check(
+            sorted(b.color for b in self.bins) == ["blue", "red"],
+            "bins",
+            "one red and one blue bin",
+            [b.color for b in self.bins],
+        )
         objs = [o.name for o in self.objects]
         _check(sorted(objs) == sorted(CATALOG), "objects", f"one entry per catalog object {sorted(CATALOG)}", objs)
 

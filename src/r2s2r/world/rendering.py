@@ -16,16 +16,29 @@ from r2s2r.world.params import CameraParams
 
 def lens_of(cam: CameraParams, size: tuple[int, int] | None = None) -> LensModel:
     """The lens of ``cam`` read out at ``size`` = (width, height), or at full resolution."""
-    lens = LensModel(kind=cam.model, width=cam.width, height=cam.height, fx=cam.fx, fy=cam.fy,
-                     cx=cam.cx, cy=cam.cy, dist=tuple(cam.dist))
+    lens = LensModel(
+        kind=cam.model,
+        width=cam.width,
+        height=cam.height,
+        fx=cam.fx,
+        fy=cam.fy,
+        cx=cam.cx,
+        cy=cam.cy,
+        dist=tuple(cam.dist),
+    )
     return lens if size is None else lens.scaled(*size)
 
 
 def pipeline_of(cam: CameraParams, size: tuple[int, int] | None = None) -> CameraPipeline:
     lens = lens_of(cam, size)
     scale = lens.fx / cam.fx  # blur is stated in full-resolution pixels
-    effects = ImageEffects(blur_sigma=cam.blur_sigma * scale, noise_std=cam.noise_std,
-                           wb_gains=tuple(cam.wb_gains), gain=cam.gain, vignetting=cam.vignetting)
+    effects = ImageEffects(
+        blur_sigma=cam.blur_sigma * scale,
+        noise_std=cam.noise_std,
+        wb_gains=tuple(cam.wb_gains),
+        gain=cam.gain,
+        vignetting=cam.vignetting,
+    )
     return CameraPipeline(lens, effects)
 
 
@@ -45,8 +58,9 @@ class CellRenderer:
             self._pipelines[key] = pipeline_of(self._cameras[camera], size)
         return self._pipelines[key]
 
-    def render(self, data: mujoco.MjData, camera: str, size: tuple[int, int] | None,
-               rng: np.random.Generator | None) -> np.ndarray:
+    def render(
+        self, data: mujoco.MjData, camera: str, size: tuple[int, int] | None, rng: np.random.Generator | None
+    ) -> np.ndarray:
         """Sensor image (H, W, 3) uint8 of ``camera`` for the current state of ``data``."""
         pipe = self.pipeline(camera, size)
         rsize = (pipe.render_height, pipe.render_width)

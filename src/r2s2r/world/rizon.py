@@ -24,16 +24,35 @@ LINK_POS: tuple[tuple[float, float, float], ...] = (
     (-0.015, 0.073, 0.11),
 )
 LINK_QUAT: tuple[tuple[float, float, float, float], ...] = (
-    _RZ180, _I, _I, _RZ180, _RZ180, _I, (0.707107, 0.0, -0.707107, 0.0),
+    _RZ180,
+    _I,
+    _I,
+    _RZ180,
+    _RZ180,
+    _I,
+    (0.707107, 0.0, -0.707107, 0.0),
 )
 FLANGE_POS: tuple[float, float, float] = (0.0, 0.0, 0.081)
 JOINT_AXIS: tuple[tuple[float, float, float], ...] = (
-    (0, 0, 1), (0, 1, 0), (0, 0, 1), (0, 1, 0), (0, 0, 1), (0, 1, 0), (0, 0, 1),
+    (0, 0, 1),
+    (0, 1, 0),
+    (0, 0, 1),
+    (0, 1, 0),
+    (0, 0, 1),
+    (0, 1, 0),
+    (0, 0, 1),
 )
-JOINT_RANGE = np.array([
-    (-2.8798, 2.8798), (-2.3562, 2.3562), (-3.0543, 3.0543), (-1.9548, 2.7751),
-    (-3.0543, 3.0543), (-1.4835, 4.6251), (-3.0543, 3.0543),
-])
+JOINT_RANGE = np.array(
+    [
+        (-2.8798, 2.8798),
+        (-2.3562, 2.3562),
+        (-3.0543, 3.0543),
+        (-1.9548, 2.7751),
+        (-3.0543, 3.0543),
+        (-1.4835, 4.6251),
+        (-3.0543, 3.0543),
+    ]
+)
 LINK_MASS: tuple[float, ...] = (3.596, 2.69, 2.354, 2.354, 2.31, 2.223, 1.403)
 TORQUE_LIMIT: tuple[float, ...] = (123.0, 123.0, 64.0, 64.0, 39.0, 39.0, 39.0)
 KP: tuple[float, ...] = (289.0, 673.0, 224.0, 373.0, 237.0, 232.0, 186.0)
@@ -43,8 +62,9 @@ VELOCITY_LIMIT: tuple[float, ...] = (2.094, 2.094, 2.443, 2.443, 4.887, 4.887, 4
 HOME_Q: tuple[float, ...] = (0.0, 0.0, 0.0, 1.57, 0.0, 0.0, 0.0)
 
 
-def forward_kinematics(q: np.ndarray, link_pos=LINK_POS, flange_pos=FLANGE_POS,
-                       joint_zero=(0.0,) * N_JOINTS) -> np.ndarray:
+def forward_kinematics(
+    q: np.ndarray, link_pos=LINK_POS, flange_pos=FLANGE_POS, joint_zero=(0.0,) * N_JOINTS
+) -> np.ndarray:
     """T_base_flange for joint readings ``q`` (rad) on given kinematics.
 
     ``joint_zero`` is the encoder zero offset: the physical joint angle is ``q + joint_zero``.

@@ -19,8 +19,9 @@ def contact_sheet(columns: dict[str, dict[str, np.ndarray]], title: str, tile: f
 
     sources = list(columns)
     cameras = list(dict.fromkeys(c for src in columns.values() for c in src))
-    fig, axes = plt.subplots(len(cameras), len(sources), figsize=(tile * len(sources), tile * 0.8 * len(cameras)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(cameras), len(sources), figsize=(tile * len(sources), tile * 0.8 * len(cameras)), squeeze=False
+    )
     for i, cam in enumerate(cameras):
         for j, src in enumerate(sources):
             ax = axes[i][j]

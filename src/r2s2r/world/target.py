@@ -46,14 +46,22 @@ class Checkerboard:
         lo = np.array([-s - b, -s - b])
         hi = np.array([self.cols * s + b, self.rows * s + b])
         centre, half = (lo + hi) / 2, (hi - lo) / 2
-        plate = body.add_geom(name=f"{prefix}plate", type=mujoco.mjtGeom.mjGEOM_BOX,
-                              size=[half[0], half[1], self.thickness / 2],
-                              pos=[centre[0], centre[1], -self.thickness / 2], rgba=[0.95, 0.95, 0.95, 1])
+        plate = body.add_geom(
+            name=f"{prefix}plate",
+            type=mujoco.mjtGeom.mjGEOM_BOX,
+            size=[half[0], half[1], self.thickness / 2],
+            pos=[centre[0], centre[1], -self.thickness / 2],
+            rgba=[0.95, 0.95, 0.95, 1],
+        )
         plate.contype = plate.conaffinity = 0
         for i in range(n_cols):
             for j in range(n_rows):
                 if (i + j) % 2:
                     continue
-                g = body.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[s / 2, s / 2, 0.0005],
-                                  pos=[(i - 0.5) * s, (j - 0.5) * s, 0.0002], rgba=[0.02, 0.02, 0.02, 1])
+                g = body.add_geom(
+                    type=mujoco.mjtGeom.mjGEOM_BOX,
+                    size=[s / 2, s / 2, 0.0005],
+                    pos=[(i - 0.5) * s, (j - 0.5) * s, 0.0002],
+                    rgba=[0.02, 0.02, 0.02, 1],
+                )
                 g.contype = g.conaffinity = 0
