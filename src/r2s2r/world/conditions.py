@@ -55,7 +55,7 @@ class Condition:
             raise UnknownNameError("object", self.object, tuple(CATALOG))
         checks = (
             ("belt_speed", self.belt_speed, 0.0, MAX_SPEED),
-            ("start_x", self.start_x, -0.5, 0.0),
+            ("start_x", self.start_x, -0.5, 0.4),
             ("lateral", self.lateral, -0.1, 0.1),
             ("yaw", self.yaw, -math.pi, math.pi),
             ("light_scale", self.light_scale, 0.2, 2.5),

@@ -14,6 +14,11 @@ Hand frame (the hand root body sits at the identity pose of its parent, the arm'
   the little finger. The thumb's ``_0`` swings it from the palm plane (0) to in front of the palm
   (~1.57); ``_1.._3`` curl it toward +x (toward the fingers).
 
+Sites: ``palm_center`` is where a power-grasped object's centre sits (put it on the object's
+centre; the palm then rests on the top of a ~5 cm object); ``pinch_center`` is where a ~4 cm
+object sits between the thumb and index pads. Power grasps need objects at least ~4.5 cm tall
+(flatter ones: use the pinch). All hand bodies have ``gravcomp=1`` (the arm carries the hand).
+
 Hand geoms use ``contype=1, conaffinity=2``: they touch every geom with the default
 ``contype=conaffinity=1`` (objects, table, belt) but never each other.
 """
@@ -67,14 +72,20 @@ _THUMB_RANGE = ((0.0, 1.8), (-0.3, 1.2), (0.0, 1.0), (-0.2, 1.4))
 
 @dataclass(frozen=True)
 class HandParams:
-    """Drive and contact parameters shared by all 20 joints.
+    """Drive and contact parameters shared by all 20 joints (SI units, rad).
 
-    kp: 2 N m/rad so the closure-1 targets, 0.3-0.6 rad past contact, press each joint with
-    0.6-1 N m: a few N of grip per fingertip, which with the pad friction below holds a 300 g
-    object through the cell's ~8 m/s^2 carries with margin. ``force_limit`` (1 N m, a small
-    geared finger motor) caps it. ``kv``/``damping`` damp the fingers near critically given the
-    reflected rotor inertia ``armature`` (kg m^2), which also keeps the explicit servo damping
-    stable at 1-2 ms steps. ``friction`` is a rubber pad's sliding coefficient.
+    ``kp`` 4 N m/rad: a joint reaches ``force_limit`` 0.15 rad past contact. The closed grasp
+    targets lie 0.3-0.8 rad past contact for the MCP and thumb-base joints, so those press at
+    the limit whatever the object's size (PIP/DIP at 0.1-0.6 N m), while a 1 N load on a
+    fingertip deflects it only ~1 mm. ``force_limit`` 0.6 N m (a geared micro motor) gives
+    10-20 N per finger pad: holding a 300 g object against g plus an 8 m/s^2 carry needs ~4 N of
+    friction in all, so the grip has several-fold margin (0.3-1.0 N m all pass the carry tests).
+    ``armature`` (the geared motor's reflected rotor inertia, kg m^2) sets the finger dynamics:
+    with ``kv + damping`` = 0.09 the servo is damped at ~0.7 of critical, the explicit ``kv``
+    term is stable at 1-2 ms steps (kv dt / I = 0.14), and MuJoCo's soft contacts and limits,
+    whose stiffness scales with the effective mass, stay stiff enough (2-6 mm penetration at
+    the grip forces above). ``friction`` 1.0: rubber pads; MuJoCo uses the larger of the two
+    geoms' coefficients.
     """
 
     kp: float = 4.0  # position-servo stiffness, N m/rad
@@ -105,17 +116,28 @@ def _pose(thumb, index, middle, ring, little) -> np.ndarray:
 
 def hand_open_pose() -> np.ndarray:
     """(20,) flat open hand: fingers straight and slightly spread, thumb out beside the palm."""
-    return _pose((0.25, 0.0, 0.0, 0.0), (-0.1, 0, 0, 0), (0, 0, 0, 0), (0.08, 0, 0, 0),
-                 (0.16, 0, 0, 0))
+    return _pose(
+        (0.25, 0.0, 0.0, 0.0), (-0.1, 0, 0, 0), (0, 0, 0, 0), (0.08, 0, 0, 0), (0.16, 0, 0, 0)
+    )
 
 
 _CURLED = (0.0, 1.5, 1.6, 1.2)  # a finger folded out of the way
 _GRASPS = {  # kind: (pre-shape, closed)
     "power": (
-        _pose((0.6, -0.2, 0.2, 0.2), (-0.05, 0.2, 0.2, 0.1), (0.0, 0.2, 0.2, 0.1),
-              (0.05, 0.2, 0.2, 0.1), (0.1, 0.2, 0.2, 0.1)),
-        _pose((1.65, 0.8, 0.8, 0.7), (0.05, 1.25, 1.6, 1.3), (0.0, 1.25, 1.6, 1.3),
-              (-0.05, 1.25, 1.6, 1.3), (-0.1, 1.25, 1.6, 1.3)),
+        _pose(
+            (0.4, -0.2, 0.2, 0.2),
+            (-0.05, 0.2, 0.2, 0.1),
+            (0.0, 0.2, 0.2, 0.1),
+            (0.05, 0.2, 0.2, 0.1),
+            (0.1, 0.2, 0.2, 0.1),
+        ),
+        _pose(
+            (1.65, 0.8, 0.8, 0.5),
+            (0.05, 1.25, 1.6, 1.3),
+            (0.0, 1.25, 1.6, 1.3),
+            (-0.05, 1.25, 1.6, 1.3),
+            (-0.1, 1.25, 1.6, 1.3),
+        ),
     ),
     "pinch": (
         _pose((1.47, -0.25, 0.5, 0.6), (0.0, 1.0, 0.0, 0.0), _CURLED, _CURLED, _CURLED),
@@ -127,7 +149,7 @@ _GRASPS = {  # kind: (pre-shape, closed)
 # Closure window (start, end) of the thumb and of the four fingers. Power: the fingers wrap the
 # far side first, then the thumb closes the cage (a thumb sweeping in early shoves small objects
 # sideways out of the hand).
-_WINDOWS = {"power": ((0.2, 1.0), (0.0, 0.7)), "pinch": ((0.0, 1.0), (0.0, 1.0))}
+_WINDOWS = {"power": ((0.1, 1.0), (0.0, 0.7)), "pinch": ((0.0, 1.0), (0.0, 1.0))}
 
 
 def hand_grasp_pose(kind: str, closure: float) -> np.ndarray:
@@ -136,7 +158,7 @@ def hand_grasp_pose(kind: str, closure: float) -> np.ndarray:
     ``closure`` in [0, 1]: 0 is the open pre-shape, 1 fully closed; the closed targets lie past
     contact with any object of the cell, so the servos squeeze. Each finger moves linearly from
     pre-shape to closed over its own closure window (power: fingers over [0, 0.7], thumb over
-    [0.2, 1]). Power: palm on the object's top, ``palm_center`` at its centre. Pinch: thumb and
+    [0.1, 1]). Power: palm on the object's top, ``palm_center`` at its centre. Pinch: thumb and
     index pads meet around ``pinch_center``; the other three fingers stay curled away.
     """
     if kind not in _GRASPS:
@@ -162,9 +184,9 @@ def add_hand(
 
     Joints and their position actuators are named ``{prefix}{suffix}`` for ``HAND_JOINTS``
     (actuators in that order, ``ctrlrange`` = joint range, ``forcerange`` = +-force_limit).
-    Sites: ``{prefix}palm_center`` (grasp centre) and ``{prefix}{finger}_tip`` (the centre of
-    each distal capsule's end cap). Every geom name starts with ``prefix``. All hand bodies are
-    gravity compensated (the arm carries the hand's weight).
+    Sites: ``{prefix}palm_center`` (power-grasp centre), ``{prefix}pinch_center`` and
+    ``{prefix}{finger}_tip`` (the centre of each distal capsule's end cap). Every geom name
+    starts with ``prefix``. Joint ranges follow ``spec.compiler.degree``.
     """
     if side not in SIDES:
         raise ConfigError(f"hand side {side!r}; expected one of {SIDES}")
@@ -180,8 +202,8 @@ def add_hand(
 
     thumb_links = [(THUMB_RADIUS, ln) for ln in THUMB_LEN]
     links = thumb_links + [(FINGER_RADIUS[f], ln) for f in FINGERS[1:] for ln in FINGER_LEN[f]]
-    link_density = (1.0 - PALM_MASS_FRACTION) * params.mass / sum(
-        _capsule_volume(ln, r) for r, ln in links
+    link_density = (
+        (1.0 - PALM_MASS_FRACTION) * params.mass / sum(_capsule_volume(ln, r) for r, ln in links)
     )
     ranges = hand_joint_ranges()
     friction = [params.friction, PAD_TORSION, 1e-4]
@@ -205,8 +227,15 @@ def add_hand(
         )
 
     hand = parent.add_body(name=prefix + "hand", gravcomp=1.0)
-    geom(hand, "palm", type=mujoco.mjtGeom.mjGEOM_BOX, pos=pos(PALM_POS), size=list(PALM_HALF),
-         mass=PALM_MASS_FRACTION * params.mass, rgba=skin)
+    geom(
+        hand,
+        "palm",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        pos=pos(PALM_POS),
+        size=list(PALM_HALF),
+        mass=PALM_MASS_FRACTION * params.mass,
+        rgba=skin,
+    )
     hand.add_site(name=prefix + "palm_center", pos=pos(PALM_CENTER), size=[0.005])
     hand.add_site(name=prefix + "pinch_center", pos=pos(PINCH_CENTER), size=[0.005])
 
@@ -214,31 +243,49 @@ def add_hand(
         """Three capsule links along ``direction``; ``axes[i]`` are the joint axes of link i."""
         body, parent_body, at = None, hand, root_pos
         suffixes = iter(f"{finger}_{i}" for i in range(4))
-        for k, (ln, link_axes) in enumerate(zip(lengths, axes)):
-            body = parent_body.add_body(name=f"{prefix}{finger}_link{k}", pos=pos(at),
-                                        gravcomp=1.0)
+        for k, (ln, link_axes) in enumerate(zip(lengths, axes, strict=True)):
+            body = parent_body.add_body(name=f"{prefix}{finger}_link{k}", pos=pos(at), gravcomp=1.0)
             for ax in link_axes:
                 joint(body, next(suffixes), ax)
             end = [ln * d for d in direction]
-            geom(body, f"{finger}_link{k}", type=mujoco.mjtGeom.mjGEOM_CAPSULE,
-                 fromto=[0, 0, 0, *pos(end)], size=[radius, 0, 0],
-                 density=link_density, rgba=pad if k == 2 else skin)
+            geom(
+                body,
+                f"{finger}_link{k}",
+                type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+                fromto=[0, 0, 0, *pos(end)],
+                size=[radius, 0, 0],
+                density=link_density,
+                rgba=pad if k == 2 else skin,
+            )
             parent_body, at = body, end
         body.add_site(name=f"{prefix}{finger}_tip", pos=pos(at), size=[0.004])
 
     # Thumb along -y: _0 about -x swings it up in front of the palm, _1.._3 about the base
     # frame's +z curl it toward +x (across the palm at _0 = 0, toward the fingers opposed).
     curl = (0.0, 0.0, 1.0)
-    chain("thumb", THUMB_CMC, (0.0, -1.0, 0.0), [[(-1.0, 0.0, 0.0), curl], [curl], [curl]],
-          THUMB_LEN, THUMB_RADIUS)
+    chain(
+        "thumb",
+        THUMB_CMC,
+        (0.0, -1.0, 0.0),
+        [[(-1.0, 0.0, 0.0), curl], [curl], [curl]],
+        THUMB_LEN,
+        THUMB_RADIUS,
+    )
     flex = (0.0, -1.0, 0.0)  # +x rotates toward +z
     for f in FINGERS[1:]:
-        chain(f, FINGER_MCP[f], (1.0, 0.0, 0.0), [[(0.0, 0.0, 1.0), flex], [flex], [flex]],
-              FINGER_LEN[f], FINGER_RADIUS[f])
+        chain(
+            f,
+            FINGER_MCP[f],
+            (1.0, 0.0, 0.0),
+            [[(0.0, 0.0, 1.0), flex], [flex], [flex]],
+            FINGER_LEN[f],
+            FINGER_RADIUS[f],
+        )
 
     for i, suffix in enumerate(HAND_JOINTS):
-        act = spec.add_actuator(name=prefix + suffix, target=prefix + suffix,
-                                trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        act = spec.add_actuator(
+            name=prefix + suffix, target=prefix + suffix, trntype=mujoco.mjtTrn.mjTRN_JOINT
+        )
         act.set_to_position(kp=params.kp, kv=params.kv)
         act.ctrlrange = ranges[i].tolist()
         act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
