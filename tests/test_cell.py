@@ -120,3 +120,21 @@ def test_judge_success_wrong_bin_and_fall(nominal):
     for _ in range(120):
         _, verdict = cell.step(hold)
     assert verdict.failure == "missed"
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1, 2, 3])
+def test_objects_ride_the_belt_at_its_speed(nominal, seed):
+    """In every lab the belt carries objects at the commanded speed times its scale (it must slide
+    freely past the as-built bins and frame, whatever their placement errors)."""
+    from r2s2r.geometry import quat_to_mat
+
+    params = nominal if seed is None else _hidden_params(LabTwin(seed))
+    engine = CellEngine(params)
+    engine.apply_condition(Condition("nominal", "red_cube", 0.08, start_x=-0.3, lateral=0.0, yaw=0.0))
+    engine.step({"right": home_command()}, duration=0.5)
+    p0 = engine.object_pose()[:3, 3]
+    engine.step({"right": home_command()}, duration=2.0)
+    velocity = (engine.object_pose()[:3, 3] - p0) / 2.0
+    along = velocity @ quat_to_mat(params.conveyor.pose.quat)[:, 0]
+    assert along == pytest.approx(0.08 * params.conveyor.speed_scale, abs=0.002)
+    engine.close()

@@ -76,8 +76,93 @@ def _resize(img, size):
     return cv2.resize(img, size, interpolation=cv2.INTER_AREA)
 
 
+def demos_collect(
+    out: Path,
+    lab: int = 0,
+    n: int = 100,
+    seed: int = 0,
+    workers: int = 1,
+    image_size: int = 96,
+    max_attempts: int | None = None,
+) -> None:
+    """Collect N successful teleoperated demonstrations on the lab twin (resumes an existing DIR).
+
+    Args:
+        out: Dataset folder to write (created, or resumed if it holds an earlier run).
+        lab: Seed of the lab twin.
+        n: Number of successful demonstrations wanted.
+        seed: Collection seed (conditions and the operator's variability).
+        workers: Lab processes collecting in parallel.
+        image_size: Side of the recorded policy images, px.
+        max_attempts: Give up after this many attempts (default 4 N).
+    """
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from r2s2r.behavior.demos import DemoConfig, collect_demos
+    from r2s2r.lab.twin import LabTwin
+    from r2s2r.world.cell import CellConfig
+
+    config = DemoConfig(n=n, seed=seed, workers=workers, max_attempts=max_attempts)
+    cell = LabTwin(lab, CellConfig(image_size=image_size))
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("demos"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("demos", total=n, rate="")
+
+        def show(attempt, demos, attempts):
+            bar.update(task, completed=demos, rate=f"attempts {attempts}, success {demos / attempts:.0%}")
+
+        stats = collect_demos(cell, out, config, lab_seed=lab, on_attempt=show)
+    fails = ", ".join(f"{k} {v}" for k, v in sorted(stats.failures.items())) or "none"
+    console.print(
+        f"{stats.demos} demonstrations in {stats.attempts} attempts: attempt success rate "
+        f"{stats.success_rate:.0%} (failures this run: {fails}); {stats.wall_time:.0f} s -> {out}"
+    )
+
+
+def data_check(path: tyro.conf.Positional[Path]) -> None:
+    """Verify a dataset's schema and checksums; names any corrupt shard.
+
+    Args:
+        path: Dataset folder.
+    """
+    from r2s2r.data.commands import data_check as run
+
+    run(path)
+
+
+def data_show(path: tyro.conf.Positional[Path], out: Path | None = None) -> None:
+    """Summarise a dataset (episodes, frames, conditions, success, provenance) and draw sample frames.
+
+    Args:
+        path: Dataset folder.
+        out: PNG of sample frames (default: DIR/samples.png).
+    """
+    from r2s2r.data.commands import data_show as run
+
+    run(path, out)
+
+
 COMMANDS: dict[str, dict[str, Callable[..., None]]] = {
     "cell": {"show": cell_show},
+    "demos": {"collect": demos_collect},
+    "data": {"check": data_check, "show": data_show},
 }
 
 

@@ -58,6 +58,21 @@ class KinematicCalibration:
         return rizon.forward_kinematics(q, self.link_pos, self.flange_pos, self.joint_zero)
 
 
+@dataclass(frozen=True)
+class HumanView:
+    """What a person standing at the cell sees of the current trial, at human accuracy (about
+    a centimetre and ten degrees; belt speed within about ten percent). For the teleoperator
+    only: a program that needs the object's pose estimates it from images."""
+
+    time: float  # s since the trial started
+    object_name: str  # the person recognises which catalog object it is
+    object_pos: np.ndarray  # (3,) world frame, m
+    object_yaw: float  # about world z, rad
+    belt_speed: float  # m/s along the belt's direction of travel
+    belt_dir: np.ndarray  # (3,) unit direction of travel, world frame
+    bin_pos: dict[str, np.ndarray]  # colour -> (3,) centre of the bin's inside floor, world frame
+
+
 @runtime_checkable
 class RealCell(Protocol):
     """A real (or twin) pick-and-sort cell."""
@@ -80,6 +95,9 @@ class RealCell(Protocol):
 
     def verdict(self) -> Verdict:
         """The scorer's verdict on the current trial."""
+
+    def human_view(self) -> HumanView:
+        """The scene as the teleoperator sees it (see ``HumanView``)."""
 
     # --- measurements ---------------------------------------------------------------------
     def capture(self, camera: str) -> np.ndarray:

@@ -13,8 +13,9 @@ import mujoco
 import numpy as np
 
 from r2s2r.errors import ConfigError, UnknownNameError
+from r2s2r.geometry import quat_to_mat
 from r2s2r.lab.asbuilt import draw_as_built, factory_file
-from r2s2r.lab.real_cell import EncoderRecord, GuardedMoveResult, KinematicCalibration
+from r2s2r.lab.real_cell import EncoderRecord, GuardedMoveResult, HumanView, KinematicCalibration
 from r2s2r.lab.safety import SafetyFilter, SafetyLimits
 from r2s2r.world.cell import CellConfig, check_action
 from r2s2r.world.conditions import Condition
@@ -104,6 +105,10 @@ class LabTwin:
         self.__judge = Judge(self.__engine.model, self.__truth, condition.object)
         self.__verdict = Verdict(done=False)
         self.__trial_rng = np.random.default_rng([_SALT, self.seed, int(seed)])
+        self.__person_rng = np.random.default_rng([_SALT, self.seed, int(seed), 1])
+        # A person misjudges consistently within a trial: ~6 mm, ~0.1 rad, ~8 % belt speed.
+        self.__person_bias = np.r_[self.__person_rng.normal(0, 0.006, 2), 0.0,
+                                   self.__person_rng.normal(0, 0.1), self.__person_rng.normal(0, 0.08)]
         self.__time = 0.0
         return self.observe()
 
@@ -127,6 +132,25 @@ class LabTwin:
 
     def verdict(self) -> Verdict:
         return self.__verdict
+
+    def human_view(self) -> HumanView:
+        if self.__judge is None:
+            raise ConfigError("human_view called before reset")
+        eng, truth = self.__engine, self.__truth
+        bias, rng = self.__person_bias, self.__person_rng
+        T = eng.object_pose()
+        yaw = float(np.arctan2(T[1, 0], T[0, 0]))
+        belt_dir = quat_to_mat(truth.conveyor.pose.quat)[:, 0]
+        bins = {b.color: np.asarray(b.pose.pos) + np.r_[rng.normal(0, 0.005, 2), 0.0] for b in truth.bins}
+        return HumanView(
+            time=self.__time,
+            object_name=eng.object_name,
+            object_pos=T[:3, 3] + bias[:3] + rng.normal(0, 0.003, 3),
+            object_yaw=yaw + bias[3] + float(rng.normal(0, 0.05)),
+            belt_speed=eng.belt_speed * (1 + bias[4]),
+            belt_dir=belt_dir,
+            bin_pos=bins,
+        )
 
     @property
     def time(self) -> float:

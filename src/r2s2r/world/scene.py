@@ -26,6 +26,12 @@ from r2s2r.world.target import Checkerboard
 SIDES = ("right", "left")
 BELT_PERIOD = 0.05  # belt texture period and wrap distance, m
 LINK_RADIUS = (0.065, 0.06, 0.055, 0.055, 0.05, 0.05, 0.045)
+# Collision bits. Default geoms (contype 1, conaffinity 1) collide with each other; hand geoms
+# (contype 1, conaffinity 2) touch anything but each other; the moving belt (2, 4) touches only
+# objects and hands, never the static cell it slides through (bins, rails, frame); objects
+# (1, 1|2) touch everything.
+BELT_CONTYPE, BELT_CONAFFINITY = 2, 4
+OBJECT_CONAFFINITY = 1 | 2
 _GEOM = mujoco.mjtGeom
 
 
@@ -175,6 +181,8 @@ def _add_conveyor(spec: mujoco.MjSpec, params: WorldParams) -> None:
         pos=[-BELT_PERIOD / 2, 0, -0.01],
         material="belt_mat",
         friction=[c.friction, 0.005, 0.0001],
+        contype=BELT_CONTYPE,
+        conaffinity=BELT_CONAFFINITY,
     )
 
 
@@ -237,6 +245,8 @@ def _add_object(spec: mujoco.MjSpec, params: WorldParams, name: str) -> None:
         rgba=list(COLOR_RGBA[cat.color]),
         friction=[phys.friction, 0.01, 0.0005],
         condim=4,
+        contype=1,
+        conaffinity=OBJECT_CONAFFINITY,
     )
 
 

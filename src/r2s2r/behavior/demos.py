@@ -1,0 +1,190 @@
+"""Collecting real demonstrations: a teleoperator drives a ``RealCell``; successful attempts are kept.
+
+Attempt ``k`` of a collection with seed ``s`` draws its condition and the operator's variability
+from ``(s, k)`` only, so a collection is reproducible and resumes without loss or duplicates:
+the dataset stores successful attempts under key ``k``, and a rerun continues after the last one.
+Demonstrations only use nominal conditions. Episodes pair the observation at step t with the
+action sent at step t; for real data ``states`` is the proprioception (no simulator state exists).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import multiprocessing
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from r2s2r.behavior.teleop import Operator, OperatorConfig
+from r2s2r.data import DatasetWriter, Episode, Provenance, standard_features
+from r2s2r.errors import ConfigError, R2S2RError
+from r2s2r.lab.real_cell import RealCell
+from r2s2r.world.cell import CellConfig
+from r2s2r.world.conditions import sample_condition
+from r2s2r.world.params import WorldParams
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    n: int = 100  # successful demonstrations wanted
+    seed: int = 0  # collection seed: attempt k draws from (seed, k)
+    max_attempts: int | None = None  # give up after this many attempts (default 4 n)
+    workers: int = 1  # lab processes collecting in parallel (each a copy of the same lab twin)
+    operator: OperatorConfig = OperatorConfig()
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ConfigError(f"demos: --n expected >= 1, got {self.n}")
+        if self.workers < 1:
+            raise ConfigError(f"demos: --workers expected >= 1, got {self.workers}")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    key: int
+    success: bool
+    failure: str | None
+    steps: int
+    episode: Episode | None  # only for successes
+
+
+@dataclass(frozen=True)
+class DemoStats:
+    demos: int
+    attempts: int
+    wall_time: float
+    failures: dict[str, int]
+
+    @property
+    def success_rate(self) -> float:
+        return self.demos / max(self.attempts, 1)
+
+
+def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attempt:
+    """One teleoperated attempt; records the episode of a success."""
+    rng = np.random.default_rng([seed, key])
+    cond = sample_condition("nominal", rng)
+    obs = lab.reset(cond, seed=int(rng.integers(2**31)))
+    operator.start(lab.read_encoders("right")[:7], rng)
+    frames: dict[str, list[np.ndarray]] = {k: [] for k in obs}
+    actions = []
+    while not lab.verdict().done:
+        action = operator.act(lab.human_view(), lab.time)
+        for k, v in obs.items():
+            frames[k].append(v)
+        actions.append(action)
+        obs = lab.act(action)
+    verdict = lab.verdict()
+    if not verdict.success:
+        return Attempt(key, False, verdict.failure, len(actions), None)
+    proprio = np.asarray(frames.pop("proprio"), dtype=np.float32)
+    episode = Episode(
+        obs={**{k: np.asarray(v, dtype=np.uint8) for k, v in frames.items()}, "proprio": proprio},
+        actions=np.asarray(actions, dtype=np.float32),
+        states=proprio.astype(np.float64),
+        provenance=Provenance(
+            source="real",
+            world_hash=f"real:{lab!r}",
+            behavior="teleop",
+            seed=seed,
+            condition=dataclasses.asdict(cond),
+            key=key,
+        ),
+    )
+    return Attempt(key, True, None, len(actions), episode)
+
+
+def _make_operator(lab: RealCell, config: OperatorConfig) -> Operator:
+    # The teleoperation station maps tracker poses to the robot base with the cell's drawing.
+    return Operator(lab.factory_calibration("right"), WorldParams.nominal().right_arm.base, config)
+
+
+_WORKER: dict = {}  # per worker process: its own lab and operator (never shared across processes)
+
+
+def _worker_init(lab_seed: int, cell: CellConfig, operator: OperatorConfig) -> None:
+    from r2s2r.lab.twin import LabTwin
+
+    lab = LabTwin(lab_seed, cell)
+    _WORKER["lab"], _WORKER["op"] = lab, _make_operator(lab, operator)
+
+
+def _worker_attempt(seed: int, key: int) -> Attempt:
+    return run_attempt(_WORKER["lab"], _WORKER["op"], seed, key)
+
+
+def collect_demos(
+    lab: RealCell,
+    out: Path,
+    config: DemoConfig,
+    lab_seed: int | None = None,
+    on_attempt: Callable[[Attempt, int, int], None] | None = None,
+) -> DemoStats:
+    """Collect ``config.n`` successful demonstrations into the dataset at ``out`` (resumes).
+
+    With ``workers > 1`` the attempts run in lab-twin processes built from ``lab_seed``; results
+    are committed in attempt order, so the dataset is the same whatever the scheduling.
+    """
+    max_attempts = config.max_attempts or 4 * config.n
+    features = standard_features(state_dim=27, cameras=lab.policy_cameras, image_size=(lab.image_size,) * 2)
+    info = {"kind": "teleop demonstrations", "lab": repr(lab), "seed": config.seed}
+    t0 = time.perf_counter()
+    failures: dict[str, int] = {}
+    with DatasetWriter(out, features, control_rate_hz=round(1.0 / lab.control_dt, 6), info=info) as writer:
+        done = sorted(writer.keys())
+        demos = len(done)
+        next_key = done[-1] + 1 if done else 0
+        attempts = next_key
+        if demos >= config.n:
+            return DemoStats(demos, attempts, 0.0, failures)
+        last_success = done[-1] if done else -1
+
+        def commit(a: Attempt) -> bool:
+            nonlocal demos, attempts, last_success
+            attempts += 1
+            if a.success:
+                ep = a.episode
+                writer.add(
+                    dataclasses.replace(
+                        ep, provenance=dataclasses.replace(ep.provenance, attempts=a.key - last_success)
+                    )
+                )
+                last_success = a.key
+                demos += 1
+            else:
+                failures[a.failure] = failures.get(a.failure, 0) + 1
+            if on_attempt is not None:
+                on_attempt(a, demos, attempts)
+            return demos >= config.n
+
+        if config.workers == 1:
+            operator = _make_operator(lab, config.operator)
+            for key in range(next_key, max_attempts):
+                if commit(run_attempt(lab, operator, config.seed, key)):
+                    break
+        else:
+            if lab_seed is None:
+                raise ConfigError("collect_demos: workers > 1 needs the lab twin's seed to start worker labs")
+            cell = CellConfig(image_size=lab.image_size, cameras=lab.policy_cameras)
+            ctx = multiprocessing.get_context("spawn")
+            with cf.ProcessPoolExecutor(config.workers, ctx, _worker_init, (lab_seed, cell, config.operator)) as pool:
+                pending: dict[int, cf.Future] = {}
+                key, finished = next_key, False
+                while not finished and (pending or key < max_attempts):
+                    while len(pending) < 2 * config.workers and key < max_attempts:
+                        pending[key] = pool.submit(_worker_attempt, config.seed, key)
+                        key += 1
+                    first = min(pending)
+                    finished = commit(pending.pop(first).result())
+                for f in pending.values():
+                    f.cancel()
+    if demos < config.n:
+        raise R2S2RError(
+            f"demos: only {demos} of {config.n} demonstrations succeeded in {attempts} attempts "
+            f"(limit {max_attempts}); check the cell or raise --max-attempts"
+        )
+    return DemoStats(demos, attempts, time.perf_counter() - t0, failures)
