@@ -141,7 +141,7 @@ def draw_as_built(nominal: WorldParams, rng: np.random.Generator) -> WorldParams
         physics=PhysicsParams(
             timestep=0.001, solref=(0.008, 1.1), solimp=(0.95, 0.99, 0.0005), impratio=20.0, noslip_iterations=2
         ),
-        render=RenderParams(shadowsize=1024, offsamples=2, numslices=24, numstacks=12),
+        render=RenderParams(shadowsize=1024, offsamples=2, numslices=16, numstacks=8),
     )
 
 
