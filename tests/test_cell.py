@@ -9,6 +9,7 @@ import pytest
 from r2s2r.errors import ConfigError, R2S2RError
 from r2s2r.lab.twin import LabTwin, _hidden_params
 from r2s2r.world import rizon
+from r2s2r.world.camera import ImageEffects
 from r2s2r.world.cell import CellConfig, SimCell
 from r2s2r.world.conditions import Condition, sample_condition
 from r2s2r.world.engine import CellEngine, home_command
@@ -41,7 +42,9 @@ def test_ten_seconds_of_random_actions_stay_stable(nominal, world, rng):
 
 
 def test_same_seed_gives_the_same_observation_bytes(nominal):
-    noisy = nominal.replace(cameras=tuple(dataclasses.replace(c, noise_std=2.0) for c in nominal.cameras))
+    noisy = nominal.replace(
+        cameras=tuple(dataclasses.replace(c, effects=ImageEffects(noise_std=2.0)) for c in nominal.cameras)
+    )
     cond = sample_condition("lighting", np.random.default_rng(3))
     actions = random_walk_actions(np.random.default_rng(4), 5)
     runs = []

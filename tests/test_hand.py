@@ -87,9 +87,7 @@ def build_scene(
     for i, ax in enumerate("xyz"):
         wrist.add_joint(name=f"w{ax}", type=mujoco.mjtJoint.mjJNT_SLIDE, axis=np.eye(3)[i].tolist())
     wrist.add_joint(name="wyaw", type=mujoco.mjtJoint.mjJNT_HINGE, axis=[0, 0, 1], armature=0.05)
-    wrist.add_geom(
-        type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.03], mass=1.0, contype=0, conaffinity=0
-    )
+    wrist.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.03], mass=1.0, contype=0, conaffinity=0)
     flange = wrist.add_body(name="flange", quat=[0, 1, 0, 0], gravcomp=1.0)  # palm faces -z
     add_hand(spec, flange, P, params or HandParams(), side)
     # ctrl[20:24]: wrist position targets (x, y, z, yaw); ctrl[24:28]: velocity targets.
@@ -268,9 +266,7 @@ def test_left_hand_is_mirror_image() -> None:
 
 def test_poses_within_ranges() -> None:
     lo, hi = hand_joint_ranges().T
-    poses = [hand_open_pose()] + [
-        hand_grasp_pose(k, c) for k in ("power", "pinch") for c in np.linspace(0, 1, 11)
-    ]
+    poses = [hand_open_pose()] + [hand_grasp_pose(k, c) for k in ("power", "pinch") for c in np.linspace(0, 1, 11)]
     for q in poses:
         assert q.shape == (20,) and np.all(np.isfinite(q))
         assert np.all(q >= lo) and np.all(q <= hi)

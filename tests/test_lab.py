@@ -30,7 +30,7 @@ def test_two_seeds_differ_in_hidden_params_but_share_the_interface():
     assert isinstance(a, RealCell) and isinstance(b, RealCell)
     ta, tb = _hidden_params(a), _hidden_params(b)
     assert ta.content_hash() != tb.content_hash()
-    assert ta.right_arm.kp != tb.right_arm.kp and ta.cameras[0].fx != tb.cameras[0].fx
+    assert ta.right_arm.kp != tb.right_arm.kp and ta.cameras[0].lens.fx != tb.cameras[0].lens.fx
     assert _hidden_params(LabTwin(1)) == ta  # same seed, same cell
     cond = sample_condition("nominal", np.random.default_rng(0))
     oa, ob = a.reset(cond, 0), b.reset(cond, 0)
@@ -43,9 +43,9 @@ def test_as_built_parameters_differ_from_the_spec_sheet_by_realistic_amounts(nom
     for seed in range(5):
         truth = _hidden_params(LabTwin(seed))
         for cam, spec in zip(truth.cameras, nominal.cameras, strict=True):
-            assert 0.002 < abs(cam.fx / spec.fx - 1) or abs(cam.cx - spec.cx) > 0.5
-            assert abs(cam.fx / spec.fx - 1) <= 0.04 + 1e-9
-            assert cam.blur_sigma > 0 and cam.noise_std > 0
+            assert 0.002 < abs(cam.lens.fx / spec.lens.fx - 1) or abs(cam.lens.cx - spec.lens.cx) > 0.5
+            assert abs(cam.lens.fx / spec.lens.fx - 1) <= 0.04 + 1e-9
+            assert cam.effects.blur_sigma > 0 and cam.effects.noise_std > 0
             assert np.linalg.norm(np.subtract(cam.pose.pos, spec.pose.pos)) < 0.05
         arm = truth.right_arm
         assert 0.02 <= arm.delay <= 0.04
@@ -91,7 +91,7 @@ def test_scale_and_cameras(lab):
     for cam in lab.cameras:
         img = lab.capture(cam)
         spec = truth.camera(cam)
-        assert img.shape == (spec.height, spec.width, 3) and img.dtype == np.uint8
+        assert img.shape == (spec.lens.height, spec.lens.width, 3) and img.dtype == np.uint8
     with pytest.raises(R2S2RError, match="unknown camera 'head_middle'"):
         lab.capture("head_middle")
     with pytest.raises(R2S2RError, match="unknown object"):

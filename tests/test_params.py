@@ -57,7 +57,7 @@ def test_value_checks(nominal):
     with pytest.raises(ConfigError, match="unit quaternion"):
         Pose((0, 0, 0), (1.0, 1.0, 0.0, 0.0))
     with pytest.raises(ConfigError, match="dist"):
-        dataclasses.replace(nominal.cameras[0], dist=(0.0,) * 4)
+        dataclasses.replace(nominal.cameras[0].lens, dist=(0.0,) * 4)
     with pytest.raises(UnknownNameError, match="unknown camera 'head_lef'.*Did you mean 'head_left'"):
         nominal.camera("head_lef")
     with pytest.raises(UnknownNameError):

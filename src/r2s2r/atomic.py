@@ -12,11 +12,19 @@ from pathlib import Path
 from typing import Any
 
 
+def temp_beside(path: Path) -> tuple[int, str]:
+    """An open temporary file ``.<name>.*.tmp`` in ``path``'s folder, readable like any output
+    (mode 0644, where ``mkstemp`` alone gives 0600). Returns (fd, name)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o644)
+    return fd, tmp
+
+
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (fsync, then rename); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

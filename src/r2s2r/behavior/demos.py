@@ -68,12 +68,14 @@ def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attem
     """One teleoperated attempt; records the episode of a success."""
     rng = np.random.default_rng([seed, key])
     cond = sample_condition("nominal", rng)
-    obs = lab.reset(cond, seed=int(rng.integers(2**31)))
+    trial_seed = int(rng.integers(2**31))
+    obs = lab.reset(cond, seed=trial_seed)
     operator.start(lab.read_encoders("right")[:7], rng)
     frames: dict[str, list[np.ndarray]] = {k: [] for k in obs}
     actions = []
     while not lab.verdict().done:
-        action = operator.act(lab.human_view(), lab.time)
+        # Sent as recorded (float32), so replaying the dataset's actions repeats the trial exactly.
+        action = operator.act(lab.human_view(), lab.time).astype(np.float32)
         for k, v in obs.items():
             frames[k].append(v)
         actions.append(action)
@@ -90,7 +92,7 @@ def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attem
             source="real",
             world_hash=f"real:{lab!r}",
             behavior="teleop",
-            seed=seed,
+            seed=trial_seed,  # the seed the lab trial was reset with: replaying needs it
             condition=dataclasses.asdict(cond),
             key=key,
         ),

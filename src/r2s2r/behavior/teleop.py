@@ -43,7 +43,8 @@ class OperatorConfig:
     approach_height: float = 0.10  # pre-grasp height of the palm centre above the object centre, m
     arc_height: float = 0.06  # extra height of the curved reach, m
     grasp_offset: float = 0.012  # palm centre above the object centre at the grasp, m (not pressing on it)
-    lead_time: float = 0.2  # s: people learn the robot lags and aim ahead of the moving object
+    ball_grasp_offset: float = -0.01  # a ball is cupped against the belt so the closing fingers cannot roll it
+    lead_time: float = 0.4  # s: people learn the robot lags (~0.3 s on a moving target) and aim ahead
     dwell_time: float = 0.3  # s at grasp height, watching the hand settle around the object
     lift_height: float = 0.15
     carry_height: float = 0.22  # palm centre above the bin floor, m
@@ -129,6 +130,7 @@ class Operator:
             t_pick = self._arrival(seen)
             if t_pick - self._duration(c.reach_time + c.descend_time) <= now:
                 self.yaw = grasp_yaw(seen.object_name, seen.object_yaw, self.rng)
+                self.grasp_offset = c.ball_grasp_offset if cat.shape == "sphere" else c.grasp_offset
                 self._start = self.palm.copy()
                 self._rest_h = cat.rest_height
                 self._enter("reach", now)
@@ -145,14 +147,14 @@ class Operator:
             T = self._duration(c.descend_time)
             s = _min_jerk(t / T)
             obj = self._predict(seen, now + c.lead_time)
-            target = obj + [0, 0, c.approach_height + s * (c.grasp_offset - c.approach_height)]
+            target = obj + [0, 0, c.approach_height + s * (self.grasp_offset - c.approach_height)]
             glove = hand_grasp_pose("power", 0.0)
             if t >= T:
                 self._enter("close", now)
         elif self.phase == "close":
             T = self._duration(c.close_time) + c.dwell_time
             s = _min_jerk((t - c.dwell_time) / (T - c.dwell_time))
-            target = self._predict(seen, now + c.lead_time) + [0, 0, c.grasp_offset]
+            target = self._predict(seen, now + c.lead_time) + [0, 0, self.grasp_offset]
             glove = hand_grasp_pose("power", s)
             if t >= T:
                 self._lift_from = target.copy()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from r2s2r.atomic import temp_beside
 from r2s2r.data.episode import Episode, datagen_leaves
 from r2s2r.data.features import Feature
 from r2s2r.data.provenance import Provenance
@@ -59,7 +59,7 @@ def write_h5_atomic(path: Path, fill: Callable[[h5py.File], None]) -> str:
     Returns the sha256 of the file's bytes. A process killed at any moment leaves either no file at
     ``path`` or the complete one (plus possibly a ``.<name>.*.tmp`` file that the writer removes).
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temp_beside(path)
     os.close(fd)
     try:
         with h5py.File(tmp, "w", libver="earliest", track_order=False) as f:

@@ -16,6 +16,7 @@ import numpy as np
 
 from r2s2r.geometry import axis_angle_quat, quat_mul
 from r2s2r.lab.real_cell import KinematicCalibration
+from r2s2r.world.camera import ImageEffects
 from r2s2r.world.params import (
     ArmParams,
     CameraParams,
@@ -53,8 +54,9 @@ def _perturb_pose(
 
 
 def _camera(cam: CameraParams, rng: np.random.Generator) -> CameraParams:
-    f = cam.fx * (1 + float(np.clip(rng.normal(0, 0.02), -0.04, 0.04)))
-    if cam.model == "pinhole":
+    lens = cam.lens
+    f = lens.fx * (1 + float(np.clip(rng.normal(0, 0.02), -0.04, 0.04)))
+    if lens.kind == "pinhole":
         dist = (rng.uniform(-0.12, 0.02), rng.uniform(-0.02, 0.08), rng.normal(0, 8e-4), rng.normal(0, 8e-4), 0.0)
         pose = _perturb_pose(cam.pose, rng, 0.01, 0.025, 1.0, 2.5)
     else:
@@ -65,20 +67,22 @@ def _camera(cam: CameraParams, rng: np.random.Generator) -> CameraParams:
             rng.uniform(-0.002, 0.002),
         )
         pose = _perturb_pose(cam.pose, rng, 0.004, 0.008, 1.0, 2.0)  # wrist mount offsets
-    return dataclasses.replace(
-        cam,
+    lens = dataclasses.replace(
+        lens,
         fx=f,
         fy=f * (1 + rng.normal(0, 0.002)),
-        cx=cam.cx + float(np.clip(rng.normal(0, 5), -12, 12)),
-        cy=cam.cy + float(np.clip(rng.normal(0, 5), -12, 12)),
+        cx=lens.cx + float(np.clip(rng.normal(0, 5), -12, 12)),
+        cy=lens.cy + float(np.clip(rng.normal(0, 5), -12, 12)),
         dist=_tup(dist),
-        pose=pose,
-        blur_sigma=rng.uniform(0.6, 1.5),
-        noise_std=rng.uniform(1.5, 4.0),
-        wb_gains=_tup(rng.uniform(0.85, 1.15, 3)),
-        gain=rng.uniform(0.9, 1.1),
-        vignetting=rng.uniform(0.1, 0.35),
     )
+    effects = ImageEffects(
+        blur_sigma=float(rng.uniform(0.6, 1.5)),
+        noise_std=float(rng.uniform(1.5, 4.0)),
+        wb_gains=_tup(rng.uniform(0.85, 1.15, 3)),
+        gain=float(rng.uniform(0.9, 1.1)),
+        vignetting=float(rng.uniform(0.1, 0.35)),
+    )
+    return dataclasses.replace(cam, lens=lens, pose=pose, effects=effects)
 
 
 def _arm(arm: ArmParams, rng: np.random.Generator) -> ArmParams:

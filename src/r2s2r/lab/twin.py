@@ -107,8 +107,12 @@ class LabTwin:
         self.__trial_rng = np.random.default_rng([_SALT, self.seed, int(seed)])
         self.__person_rng = np.random.default_rng([_SALT, self.seed, int(seed), 1])
         # A person misjudges consistently within a trial: ~6 mm, ~0.1 rad, ~8 % belt speed.
-        self.__person_bias = np.r_[self.__person_rng.normal(0, 0.006, 2), 0.0,
-                                   self.__person_rng.normal(0, 0.1), self.__person_rng.normal(0, 0.08)]
+        self.__person_bias = np.r_[
+            self.__person_rng.normal(0, 0.006, 2),
+            0.0,
+            self.__person_rng.normal(0, 0.1),
+            self.__person_rng.normal(0, 0.08),
+        ]
         self.__time = 0.0
         return self.observe()
 
@@ -262,14 +266,8 @@ class LabTwin:
         self.__engine.set_belt_speed(speed)
 
     def place_object(self, object_name: str, start_x: float, lateral: float, yaw: float) -> None:
-        Condition(
-            "nominal" if not CATALOG.get(object_name, CATALOG[KNOWN_OBJECTS[0]]).novel else "novel_object",
-            object_name,
-            0.05,
-            start_x,
-            lateral,
-            yaw,
-        )  # validates names and ranges
+        # A condition of a kind that admits any catalog object validates the name and the ranges.
+        Condition("novel_object", object_name, 0.0, start_x, lateral, yaw)
         if object_name != self.__engine.object_name:
             self.__reload(object_name)
         self.__engine.place_object_on_belt(start_x, lateral, yaw)

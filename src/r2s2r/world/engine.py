@@ -75,6 +75,7 @@ class CellEngine:
         self.object_name: str | None = None
         self.belt_speed = 0.0  # actual surface speed, m/s
         self._built: dict[tuple, tuple[mujoco.MjModel, mujoco.MjData, CellRenderer]] = {}
+        self._cmd: dict[str, np.ndarray] = {}  # each side's current 27-D joint target
 
     # --- building -------------------------------------------------------------------------
     def load(self, object_name: str, target: TargetMount | None | str = "keep") -> None:
@@ -107,7 +108,6 @@ class CellEngine:
         self._key_diffuse0 = lt.key_diffuse * np.asarray(lt.key_color, float)  # models are reused: not read back
         self.set_robot("right", home_command())
         self.set_robot("left", left_hold_command())
-        self._cmd = {"right": home_command(), "left": left_hold_command()}
 
     # --- state ----------------------------------------------------------------------------
     def set_robot(self, side: str, q: np.ndarray) -> None:
@@ -115,7 +115,7 @@ class CellEngine:
         self.data.qpos[self._qadr[side]] = q
         self.data.qvel[self._vadr[side]] = 0.0
         self.data.ctrl[self._act[side]] = q
-        self._cmd = getattr(self, "_cmd", {}) | {side: np.array(q, float)}
+        self._cmd[side] = np.array(q, dtype=float)
         m = self.model
         for i, a in enumerate(self._act[side]):  # fill the actuation-delay history with the target
             nsample = int(m.actuator_history[a][0])

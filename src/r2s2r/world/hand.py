@@ -116,9 +116,7 @@ def _pose(thumb, index, middle, ring, little) -> np.ndarray:
 
 def hand_open_pose() -> np.ndarray:
     """(20,) flat open hand: fingers straight and slightly spread, thumb out beside the palm."""
-    return _pose(
-        (0.25, 0.0, 0.0, 0.0), (-0.1, 0, 0, 0), (0, 0, 0, 0), (0.08, 0, 0, 0), (0.16, 0, 0, 0)
-    )
+    return _pose((0.25, 0.0, 0.0, 0.0), (-0.1, 0, 0, 0), (0, 0, 0, 0), (0.08, 0, 0, 0), (0.16, 0, 0, 0))
 
 
 _CURLED = (0.0, 1.5, 1.6, 1.2)  # a finger folded out of the way
@@ -177,9 +175,7 @@ def _capsule_volume(length: float, radius: float) -> float:
     return math.pi * radius**2 * length + 4.0 / 3.0 * math.pi * radius**3
 
 
-def add_hand(
-    spec: mujoco.MjSpec, parent: mujoco.MjsBody, prefix: str, params: HandParams, side: str
-) -> mujoco.MjsBody:
+def add_hand(spec: mujoco.MjSpec, parent: mujoco.MjsBody, prefix: str, params: HandParams, side: str) -> mujoco.MjsBody:
     """Add the hand under ``parent`` (at identity) and return its root body ``{prefix}hand``.
 
     Joints and their position actuators are named ``{prefix}{suffix}`` for ``HAND_JOINTS``
@@ -202,9 +198,7 @@ def add_hand(
 
     thumb_links = [(THUMB_RADIUS, ln) for ln in THUMB_LEN]
     links = thumb_links + [(FINGER_RADIUS[f], ln) for f in FINGERS[1:] for ln in FINGER_LEN[f]]
-    link_density = (
-        (1.0 - PALM_MASS_FRACTION) * params.mass / sum(_capsule_volume(ln, r) for r, ln in links)
-    )
+    link_density = (1.0 - PALM_MASS_FRACTION) * params.mass / sum(_capsule_volume(ln, r) for r, ln in links)
     ranges = hand_joint_ranges()
     friction = [params.friction, PAD_TORSION, 1e-4]
     skin, pad = [0.25, 0.25, 0.28, 1.0], [0.15, 0.15, 0.17, 1.0]
@@ -283,9 +277,7 @@ def add_hand(
         )
 
     for i, suffix in enumerate(HAND_JOINTS):
-        act = spec.add_actuator(
-            name=prefix + suffix, target=prefix + suffix, trntype=mujoco.mjtTrn.mjTRN_JOINT
-        )
+        act = spec.add_actuator(name=prefix + suffix, target=prefix + suffix, trntype=mujoco.mjtTrn.mjTRN_JOINT)
         act.set_to_position(kp=params.kp, kv=params.kv)
         act.ctrlrange = ranges[i].tolist()
         act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE

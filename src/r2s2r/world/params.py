@@ -26,6 +26,7 @@ from r2s2r.dataclass_json import from_jsonable, to_jsonable
 from r2s2r.errors import ConfigError, R2S2RError, UnknownNameError
 from r2s2r.geometry import look_at_cv, rpy_quat
 from r2s2r.world import rizon
+from r2s2r.world.camera import ImageEffects, LensModel
 from r2s2r.world.hand import HandParams
 from r2s2r.world.objects import CATALOG
 
@@ -59,47 +60,19 @@ class Pose:
 
 @dataclass(frozen=True)
 class CameraParams:
-    """One physical camera: lens (OpenCV model), mounting and image degradations.
+    """One physical camera: its lens, where it is mounted, and how its images degrade.
 
-    Intrinsics are in pixels of the full sensor (``width`` x ``height``). ``dist`` is
-    (k1, k2, p1, p2, k3) for ``model="pinhole"`` and (k1, k2, k3, k4) for ``"fisheye"``
-    (OpenCV's equidistant model). ``pose`` is ``T_parent_camera`` with the OpenCV camera
-    frame; ``parent`` is ``"world"`` or a body name such as ``"right_flange"``.
+    ``lens`` holds the intrinsics and OpenCV distortion at full sensor resolution (pinhole:
+    k1, k2, p1, p2, k3; fisheye: OpenCV's equidistant k1..k4). ``pose`` is ``T_parent_camera``
+    with the OpenCV camera frame; ``parent`` is ``"world"`` or a flange body such as
+    ``"right_flange"``. ``effects.blur_sigma`` is in full-resolution pixels.
     """
 
     name: str
-    model: str
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-    dist: tuple[float, ...]
+    lens: LensModel
     parent: str
     pose: Pose
-    blur_sigma: float = 0.0
-    noise_std: float = 0.0
-    wb_gains: Vec3 = (1.0, 1.0, 1.0)
-    gain: float = 1.0
-    vignetting: float = 0.0
-
-    def __post_init__(self) -> None:
-        w = f"camera {self.name!r}"
-        _check(self.model in ("pinhole", "fisheye"), f"{w}.model", "'pinhole' or 'fisheye'", self.model)
-        n = 5 if self.model == "pinhole" else 4
-        _check(len(self.dist) == n, f"{w}.dist", f"{n} coefficients for {self.model}", self.dist)
-        _check(self.width > 0 and self.height > 0, f"{w} size", "positive width/height", (self.width, self.height))
-        _check(self.fx > 0 and self.fy > 0, f"{w} focal", "positive fx, fy", (self.fx, self.fy))
-        _finite((self.fx, self.fy, self.cx, self.cy, *self.dist), w)
-        _check(
-            self.blur_sigma >= 0 and self.noise_std >= 0,
-            f"{w} blur/noise",
-            "non-negative",
-            (self.blur_sigma, self.noise_std),
-        )
-        _check(min(self.wb_gains) > 0 and self.gain > 0, f"{w} gains", "positive", (self.wb_gains, self.gain))
-        _check(0 <= self.vignetting < 1, f"{w}.vignetting", "a value in [0, 1)", self.vignetting)
+    effects: ImageEffects = ImageEffects()
 
 
 @dataclass(frozen=True)
@@ -244,43 +217,19 @@ class RenderParams:
 
 def _nominal_cameras() -> tuple[CameraParams, ...]:
     look = (0.45, -0.15, 0.72)  # between the pick zone and the bins
-    heads = []
-    for name, y in (("head_left", 0.03), ("head_right", -0.03)):
+    head = LensModel("pinhole", 640, 480, 430.0, 430.0, 319.5, 239.5, (0.0,) * 5)
+    cams = []
+    for name, y in (("head_left", 0.03), ("head_right", -0.03)):  # a stereo pair, 6 cm baseline
         eye = (0.10, y, 2.0)
-        heads.append(
-            CameraParams(
-                name=name,
-                model="pinhole",
-                width=640,
-                height=480,
-                fx=430.0,
-                fy=430.0,
-                cx=319.5,
-                cy=239.5,
-                dist=(0.0,) * 5,
-                parent="world",
-                pose=Pose(eye, tuple(look_at_cv(eye, (look[0], look[1] + y, look[2])))),
-            )
-        )
+        pose = Pose(eye, tuple(look_at_cv(eye, (look[0], look[1] + y, look[2]))))
+        cams.append(CameraParams(name=name, lens=head, parent="world", pose=pose))
     # Wrist fisheyes sit on the back of the wrist and look past the fingers at the grasp zone.
+    wrist = LensModel("fisheye", 480, 480, 200.0, 200.0, 239.5, 239.5, (0.0,) * 4)
     eye_w, target_w = (-0.07, 0.0, 0.02), (0.05, 0.0, 0.35)
-    wrists = [
-        CameraParams(
-            name=f"{side}_wrist",
-            model="fisheye",
-            width=480,
-            height=480,
-            fx=200.0,
-            fy=200.0,
-            cx=239.5,
-            cy=239.5,
-            dist=(0.0,) * 4,
-            parent=f"{side}_flange",
-            pose=Pose(eye_w, tuple(look_at_cv(eye_w, target_w, up=(-1.0, 0.0, 0.0)))),
-        )
-        for side in ("right", "left")
-    ]
-    return (*heads, *wrists)
+    pose_w = Pose(eye_w, tuple(look_at_cv(eye_w, target_w, up=(-1.0, 0.0, 0.0))))
+    for side in ("right", "left"):
+        cams.append(CameraParams(name=f"{side}_wrist", lens=wrist, parent=f"{side}_flange", pose=pose_w))
+    return tuple(cams)
 
 
 def _nominal_objects() -> tuple[ObjectParams, ...]:

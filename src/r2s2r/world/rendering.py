@@ -7,39 +7,24 @@ it into the sensor image at full resolution or at a policy's resolution. Set
 
 from __future__ import annotations
 
+import dataclasses
+
 import mujoco
 import numpy as np
 
-from r2s2r.world.camera import CameraPipeline, ImageEffects, LensModel
+from r2s2r.world.camera import CameraPipeline, LensModel
 from r2s2r.world.params import CameraParams
 
 
 def lens_of(cam: CameraParams, size: tuple[int, int] | None = None) -> LensModel:
     """The lens of ``cam`` read out at ``size`` = (width, height), or at full resolution."""
-    lens = LensModel(
-        kind=cam.model,
-        width=cam.width,
-        height=cam.height,
-        fx=cam.fx,
-        fy=cam.fy,
-        cx=cam.cx,
-        cy=cam.cy,
-        dist=tuple(cam.dist),
-    )
-    return lens if size is None else lens.scaled(*size)
+    return cam.lens if size is None else cam.lens.scaled(*size)
 
 
 def pipeline_of(cam: CameraParams, size: tuple[int, int] | None = None) -> CameraPipeline:
     lens = lens_of(cam, size)
-    scale = lens.fx / cam.fx  # blur is stated in full-resolution pixels
-    effects = ImageEffects(
-        blur_sigma=cam.blur_sigma * scale,
-        noise_std=cam.noise_std,
-        wb_gains=tuple(cam.wb_gains),
-        gain=cam.gain,
-        vignetting=cam.vignetting,
-    )
-    return CameraPipeline(lens, effects)
+    blur = cam.effects.blur_sigma * lens.fx / cam.lens.fx  # stated in full-resolution pixels
+    return CameraPipeline(lens, dataclasses.replace(cam.effects, blur_sigma=blur))
 
 
 class CellRenderer:
