@@ -44,3 +44,13 @@ def test_top_level_usage(argv, capsys):
     with pytest.raises(SystemExit):
         main(argv)
     assert "cell" in capsys.readouterr().out
+
+
+def test_world_ungrounded_writes_loadable_params(tmp_path):
+    from r2s2r.calibrate.ungrounded import ungrounded_world
+    from r2s2r.world.params import WorldParams
+
+    out = tmp_path / "world.json"
+    assert main(["world", "ungrounded", "--seed", "4", "--out", str(out)]) == 0
+    assert WorldParams.load(out) == ungrounded_world(4)
+    assert main(["world", "ungrounded", "--out", str(tmp_path / "world.txt")]) == 2

@@ -159,10 +159,29 @@ def data_show(path: tyro.conf.Positional[Path], out: Path | None = None) -> None
     run(path, out)
 
 
+def world_ungrounded(out: Path, seed: int = 0) -> None:
+    """Write the ungrounded world: the spec sheet with tape-measured camera, conveyor and bin poses.
+
+    Args:
+        out: WorldParams JSON file to write.
+        seed: Seed of the tape-measure errors.
+    """
+    from rich.console import Console
+
+    from r2s2r.calibrate.ungrounded import ungrounded_world
+
+    if out.suffix.lower() != ".json":
+        raise R2S2RError(f"--out: expected a .json file, got {str(out)!r}")
+    params = ungrounded_world(seed)
+    params.save(out)
+    Console(stderr=True).print(f"wrote {out} (ungrounded world, seed {seed}, hash {params.content_hash()})")
+
+
 COMMANDS: dict[str, dict[str, Callable[..., None]]] = {
     "cell": {"show": cell_show},
     "demos": {"collect": demos_collect},
     "data": {"check": data_check, "show": data_show},
+    "world": {"ungrounded": world_ungrounded},
 }
 
 
