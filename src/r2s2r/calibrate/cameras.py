@@ -1,0 +1,427 @@
+"""Geometric calibration of the cell's cameras from checkerboard captures: intrinsics, distortion,
+head-camera extrinsics in the robot frame and wrist-camera hand-eye.
+
+Frames: head cameras are estimated as ``T_base_camera`` in the RIGHT arm's base frame (the robot
+frame of the factory kinematics); wrist cameras as ``T_flange_camera`` on their own flange. Camera
+frames are OpenCV's (x right, y down, z forward); lengths in m, pixels at full resolution.
+
+Method. Head pair: intrinsics and distortion from ``cv2.calibrateCamera`` per camera (free per-view
+board poses, so kinematic errors cannot leak into them; k3 fixed at 0 by default), refitted without
+outlier corners; then ``T_base_camera``, intrinsics fixed, from every corner of every view at its
+board pose known in the base frame (factory forward kinematics x the paddle's design pose on the
+flange): one robust (Huber, outlier-dropping) 6-DoF fit started from the average of the per-view
+camera poses. ``cv2.stereoCalibrate`` on the common views gives the pair's relative pose, reported
+as a consistency residual. Wrist fisheyes: ``cv2.fisheye.calibrate`` then ``cv2.calibrateHandEye``
+(Park) start a joint robust fit of intrinsics + ``T_flange_camera`` + the fixture's (unknown) pose
+in the arm's base frame over every corner of every view.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from scipy.optimize import least_squares
+
+from r2s2r.calibrate.views import BoardViews, ViewConfig, capture_head_views, capture_wrist_views
+from r2s2r.errors import R2S2RError
+from r2s2r.geometry import inv_T, make_T, mat_to_quat, rotation_angle
+from r2s2r.lab.real_cell import RealCell
+from r2s2r.world.camera import LensModel
+from r2s2r.world.params import Pose, WorldParams
+
+
+@dataclass(frozen=True)
+class CameraCalibConfig:
+    """Capture plan and fit settings of the camera calibration (pixels at full resolution)."""
+
+    views: ViewConfig = ViewConfig()
+    fix_k3: bool = True  # pinhole k3 held at 0 (weakly observable at these fields of view)
+    max_rms_px: float = 1.5  # a fit worse than this means bad detections or a moved target
+    huber_px: float = 1.0  # robust loss scale of the joint fits
+    outlier_px: float = 1.5  # corners off the fit by more than this (and 5 robust sigmas) are dropped
+
+
+@dataclass(frozen=True)
+class CameraEstimate:
+    """One calibrated camera. ``frame`` names the frame ``pose`` is given in: ``"right_base"``
+    (T_base_camera, right-arm base frame) for head cameras, ``"{side}_flange"`` (T_flange_camera)
+    for wrist cameras. ``rms_px``: RMS corner reprojection error of the final (rigid) model."""
+
+    name: str
+    lens: LensModel
+    frame: str
+    pose: Pose
+    n_views: int
+    rms_px: float
+    n_outliers: int = 0  # corners left out of the final fit (shadow edges, partly hidden squares)
+
+    @property
+    def T(self) -> np.ndarray:
+        return make_T(self.pose.pos, self.pose.quat)
+
+
+@dataclass(frozen=True)
+class StereoEstimate:
+    """``cv2.stereoCalibrate`` of the head pair with fixed intrinsics: ``T_left_right`` (pose of
+    head_right in head_left's frame), its RMS (px), and how far it is from the relative pose of the
+    two base-frame estimates (m, deg): a consistency residual."""
+
+    T_left_right: Pose
+    rms_px: float
+    n_pairs: int
+    baseline: float  # m
+    disagreement_m: float
+    disagreement_deg: float
+
+
+@dataclass(frozen=True)
+class CameraCalibration:
+    """All four cameras, calibrated."""
+
+    cameras: tuple[CameraEstimate, ...]
+    stereo: StereoEstimate
+
+    def camera(self, name: str) -> CameraEstimate:
+        for c in self.cameras:
+            if c.name == name:
+                return c
+        raise R2S2RError(f"camera calibration: no camera {name!r}; expected one of {[c.name for c in self.cameras]}")
+
+    def apply_to(self, params: WorldParams) -> WorldParams:
+        """``params`` with every calibrated camera's lens and pose; image effects untouched.
+
+        Head cameras go to ``T_world_base @ T_base_camera`` with ``params``' right-arm base pose (the
+        grounded world keeps it at the drawing pose); wrist cameras to T_flange_camera on their flange.
+        """
+        T_world_base = make_T(params.right_arm.base.pos, params.right_arm.base.quat)
+        cams = []
+        for cam in params.cameras:
+            est = next((c for c in self.cameras if c.name == cam.name), None)
+            if est is None:
+                cams.append(cam)
+                continue
+            T, parent = (T_world_base @ est.T, "world") if est.frame == "right_base" else (est.T, est.frame)
+            cams.append(dataclasses.replace(cam, lens=est.lens, parent=parent, pose=_pose(T)))
+        return params.replace(cameras=tuple(cams))
+
+    def reprojection_errors(self) -> dict[str, float]:
+        """RMS reprojection error (px) per camera, and the stereo fit's as ``"stereo"``."""
+        return {c.name: c.rms_px for c in self.cameras} | {"stereo": self.stereo.rms_px}
+
+
+@dataclass(frozen=True, eq=False)
+class CameraViews:
+    """A capture session of all four cameras (see ``BoardViews``)."""
+
+    views: tuple[BoardViews, ...]
+
+    def __getitem__(self, name: str) -> BoardViews:
+        for v in self.views:
+            if v.camera == name:
+                return v
+        raise R2S2RError(f"camera views: no camera {name!r}; expected one of {[v.camera for v in self.views]}")
+
+
+def capture_camera_views(
+    lab: RealCell, rng: np.random.Generator, config: CameraCalibConfig = CameraCalibConfig()
+) -> CameraViews:
+    """Run the three capture sessions (head pair, right wrist, left wrist) on ``lab``; ``rng``
+    draws the board poses."""
+    head = capture_head_views(lab, config.views, rng)
+    wrists = tuple(capture_wrist_views(lab, side, config.views, rng) for side in ("right", "left"))
+    return CameraViews(views=head + wrists)
+
+
+def calibrate_cameras(
+    lab: RealCell, rng: np.random.Generator, config: CameraCalibConfig = CameraCalibConfig()
+) -> tuple[CameraCalibration, CameraViews]:
+    """Capture on ``lab`` and calibrate; returns the calibration and the views it used."""
+    views = capture_camera_views(lab, rng, config)
+    return calibrate_from_views(views, config), views
+
+
+def calibrate_from_views(views: CameraViews, config: CameraCalibConfig = CameraCalibConfig()) -> CameraCalibration:
+    """Calibrate all four cameras from a capture session (spec-sheet lenses as starting points).
+
+    Raises ``R2S2RError`` naming the camera when it saw the board in too few views or when its fit
+    stays worse than ``config.max_rms_px``."""
+    nominal = WorldParams.nominal()
+    for v in views.views:
+        if len(v.corners) < config.views.min_views:
+            raise R2S2RError(
+                f"{v.camera}: the target was found in {len(v.corners)} of {v.n_captured} views; "
+                f"at least {config.views.min_views} are needed"
+            )
+    cams = [_calibrate_head(views[n], nominal.camera(n).lens, config) for n in ("head_left", "head_right")]
+    cams += [_calibrate_wrist(views[n], nominal.camera(n).lens, config) for n in ("right_wrist", "left_wrist")]
+    for c in cams:
+        if not c.rms_px < config.max_rms_px:
+            raise R2S2RError(
+                f"{c.name}: reprojection error {c.rms_px:.2f} px after calibration; expected under "
+                f"{config.max_rms_px} px (misdetected corners, or the target moved on its mount)"
+            )
+    stereo = _stereo(views["head_left"], views["head_right"], cams[0], cams[1])
+    return CameraCalibration(cameras=tuple(cams), stereo=stereo)
+
+
+def reprojection_errors(params: WorldParams, views: CameraViews) -> dict[str, float]:
+    """RMS reprojection error (px) of ``params``' cameras on captured views, per camera.
+
+    Head cameras: the board's pose is known in the robot frame, so ``params`` (lens, camera pose in
+    the world, right-arm base pose) predicts every corner. Wrist cameras: the fixture's pose in the
+    arm's base frame is not known, so it is fitted (6 DoF, shared by every view) for ``params``'
+    lens and mount before the error is measured. Every detected corner counts (also those the
+    calibration's fits left out as outliers), so the numbers compare any two ``params``.
+    """
+    out = {}
+    for v in views.views:
+        cam = params.camera(v.camera)
+        obs = v.corners
+        parent = "world" if v.T_flange_board is not None else f"{v.side}_flange"
+        if cam.parent != parent:
+            raise R2S2RError(
+                f"reprojection errors: camera {cam.name!r} is mounted on {cam.parent!r}; expected {parent!r}"
+            )
+        if v.T_flange_board is not None:
+            arm = getattr(params, f"{v.side}_arm")
+            T_cam_base = inv_T(make_T(cam.pose.pos, cam.pose.quat)) @ make_T(arm.base.pos, arm.base.quat)
+            out[v.camera] = _rms(_project(cam.lens, _intr(cam.lens), _head_points(v, T_cam_base)) - obs)
+        else:
+            T_flange_cam = make_T(cam.pose.pos, cam.pose.quat)
+            T_base_board = _fit_fixture(v, cam.lens, T_flange_cam)
+            out[v.camera] = _rms(
+                _project(cam.lens, _intr(cam.lens), _wrist_points(v, T_flange_cam, T_base_board)) - obs
+            )
+    return out
+
+
+# --- geometry helpers -------------------------------------------------------------------------
+def _pose(T: np.ndarray) -> Pose:
+    return Pose(tuple(float(x) for x in T[:3, 3]), tuple(float(x) for x in mat_to_quat(T[:3, :3])))
+
+
+def _T(x6: np.ndarray) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3] = cv2.Rodrigues(np.asarray(x6[:3], float))[0]
+    T[:3, 3] = x6[3:]
+    return T
+
+
+def _x6(T: np.ndarray) -> np.ndarray:
+    return np.r_[cv2.Rodrigues(np.ascontiguousarray(T[:3, :3]))[0].ravel(), T[:3, 3]]
+
+
+def _rms(err: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.sum(err.reshape(-1, 2) ** 2, axis=1))))
+
+
+def _mean_T(Ts: list[np.ndarray]) -> np.ndarray:
+    """Chordal mean of rigid transforms."""
+    U, _, Vt = np.linalg.svd(np.sum([T[:3, :3] for T in Ts], axis=0))
+    T = np.eye(4)
+    T[:3, :3] = U @ np.diag([1, 1, np.linalg.det(U @ Vt)]) @ Vt
+    T[:3, 3] = np.mean([T_[:3, 3] for T_ in Ts], axis=0)
+    return T
+
+
+def _hom(points: np.ndarray) -> np.ndarray:
+    return np.c_[points, np.ones(len(points))]
+
+
+def _head_points(v: BoardViews, T_cam_base: np.ndarray) -> np.ndarray:
+    """(N, K, 3) board corners in the camera frame (head views: board on the flange)."""
+    P = _hom(v.board.object_points())
+    T = T_cam_base @ v.T_base_flange @ v.T_flange_board  # (N, 4, 4)
+    return np.einsum("nij,kj->nki", T, P)[..., :3]
+
+
+def _wrist_points(v: BoardViews, T_flange_cam: np.ndarray, T_base_board: np.ndarray) -> np.ndarray:
+    """(N, K, 3) board corners in the camera frame (wrist views: board on a world fixture)."""
+    P = _hom(v.board.object_points())
+    T = inv_T(T_flange_cam) @ np.linalg.inv(v.T_base_flange) @ T_base_board
+    return np.einsum("nij,kj->nki", T, P)[..., :3]
+
+
+def _intr(lens: LensModel) -> np.ndarray:
+    return np.r_[lens.fx, lens.fy, lens.cx, lens.cy, lens.dist]
+
+
+def _lens(like: LensModel, intr: np.ndarray) -> LensModel:
+    i = [float(x) for x in intr]
+    return dataclasses.replace(like, fx=i[0], fy=i[1], cx=i[2], cy=i[3], dist=tuple(i[4:]))
+
+
+def _project(like: LensModel, intr: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """OpenCV's pinhole (k1, k2, p1, p2, k3) or fisheye (k1..k4) model, vectorised: (..., 3) -> (..., 2)."""
+    fx, fy, cx, cy = intr[:4]
+    z = np.maximum(pts[..., 2], 1e-9)
+    x, y = pts[..., 0] / z, pts[..., 1] / z
+    r2 = x * x + y * y
+    if like.kind == "pinhole":
+        k1, k2, p1, p2, k3 = intr[4:9]
+        radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
+        xd = x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x)
+        yd = y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y
+    else:
+        k1, k2, k3, k4 = intr[4:8]
+        r = np.sqrt(r2)
+        th = np.arctan(r)
+        t2 = th * th
+        s = th * (1 + t2 * (k1 + t2 * (k2 + t2 * (k3 + t2 * k4)))) / np.maximum(r, 1e-12)
+        xd, yd = x * s, y * s
+    return np.stack([fx * xd + cx, fy * yd + cy], axis=-1)
+
+
+def _K(intr: np.ndarray) -> np.ndarray:
+    return np.array([[intr[0], 0, intr[2]], [0, intr[1], intr[3]], [0, 0, 1.0]])
+
+
+# --- head cameras -----------------------------------------------------------------------------
+def _calibrate_head(v: BoardViews, nominal: LensModel, config: CameraCalibConfig) -> CameraEstimate:
+    """Intrinsics from ``cv2.calibrateCamera`` (free per-view board poses: untouched by kinematic
+    errors), refitted without outlier corners; then T_base_camera, intrinsics fixed, from every
+    corner of every view at its board pose known in the base frame (one robust 6-DoF fit)."""
+    P = v.board.object_points()
+    keep = np.ones(v.corners.shape[:2], bool)
+    flags = cv2.CALIB_USE_INTRINSIC_GUESS | (cv2.CALIB_FIX_K3 if config.fix_k3 else 0)
+    K, d = nominal.K, np.zeros(5)
+    for _ in range(4):
+        _, K, d, rvecs, tvecs = cv2.calibrateCamera(
+            [P[k].astype(np.float32) for k in keep],
+            [c[k].astype(np.float32) for c, k in zip(v.corners, keep, strict=True)],
+            v.size,
+            K.copy(),
+            d.copy(),
+            flags=flags,
+        )
+        err = np.array(
+            [
+                np.linalg.norm(cv2.projectPoints(P, r, t, K, d)[0].reshape(-1, 2) - c, axis=1)
+                for r, t, c in zip(rvecs, tvecs, v.corners, strict=True)
+            ]
+        )
+        new = err < max(config.outlier_px, 5 * 1.4826 * np.median(err[keep]))
+        if np.array_equal(new, keep) or new.sum(axis=1).min() < 6:
+            break
+        keep = new
+    intr = np.r_[K[0, 0], K[1, 1], K[0, 2], K[1, 2], d.ravel()[:5]]
+    # each view places the camera in the base frame: T_base_board @ inv(T_cam_board)
+    T_base_cam = _mean_T(
+        [
+            Tb @ v.T_flange_board @ inv_T(_T(np.r_[r.ravel(), t.ravel()]))
+            for Tb, r, t in zip(v.T_base_flange, rvecs, tvecs, strict=True)
+        ]
+    )
+
+    def errors(x: np.ndarray) -> np.ndarray:
+        return _project(nominal, intr, _head_points(v, _T(x))) - v.corners
+
+    x, rms, n_out = _robust_fit(errors, _x6(inv_T(T_base_cam)), config)
+    return CameraEstimate(v.camera, _lens(nominal, intr), "right_base", _pose(inv_T(_T(x))), len(v.corners), rms, n_out)
+
+
+def _robust_fit(errors, x0: np.ndarray, config: CameraCalibConfig) -> tuple[np.ndarray, float, int]:
+    """Least squares (Huber) of ``errors(x)`` (N, K, 2) px, refitted without outlier corners until
+    the inlier set settles; returns the solution, the inliers' RMS (px) and the outlier count."""
+    keep = np.ones(errors(x0).shape[:2], bool)
+    x = x0
+    for _ in range(4):
+        w = keep[..., None].astype(float)
+        x = least_squares(
+            lambda x_, w=w: (errors(x_) * w).ravel(), x, loss="huber", f_scale=config.huber_px, x_scale="jac"
+        ).x
+        err = np.linalg.norm(errors(x), axis=-1)
+        sigma = 1.4826 * np.median(err[keep])
+        new = err < max(config.outlier_px, 5 * sigma)
+        if np.array_equal(new, keep):
+            break
+        keep = new
+    return x, _rms(errors(x)[keep]), int((~keep).sum())
+
+
+def _stereo(left: BoardViews, right: BoardViews, el: CameraEstimate, er: CameraEstimate) -> StereoEstimate:
+    common = np.intersect1d(left.view_ids, right.view_ids)
+    il = [int(np.flatnonzero(left.view_ids == i)[0]) for i in common]
+    ir = [int(np.flatnonzero(right.view_ids == i)[0]) for i in common]
+    obj = [left.board.object_points().astype(np.float32)] * len(common)
+    rms, *_, R, t, _, _ = cv2.stereoCalibrate(
+        obj,
+        [left.corners[i].astype(np.float32) for i in il],
+        [right.corners[i].astype(np.float32) for i in ir],
+        _K(_intr(el.lens)),
+        np.asarray(el.lens.dist),
+        _K(_intr(er.lens)),
+        np.asarray(er.lens.dist),
+        left.size,
+        flags=cv2.CALIB_FIX_INTRINSIC,
+    )
+    T_right_left = np.eye(4)
+    T_right_left[:3, :3], T_right_left[:3, 3] = R, t.ravel()
+    T_lr = inv_T(T_right_left)
+    T_lr_base = inv_T(el.T) @ er.T
+    return StereoEstimate(
+        T_left_right=_pose(T_lr),
+        rms_px=float(rms),
+        n_pairs=len(common),
+        baseline=float(np.linalg.norm(T_lr[:3, 3])),
+        disagreement_m=float(np.linalg.norm(T_lr[:3, 3] - T_lr_base[:3, 3])),
+        disagreement_deg=float(np.degrees(rotation_angle(T_lr[:3, :3], T_lr_base[:3, :3]))),
+    )
+
+
+# --- wrist cameras ----------------------------------------------------------------------------
+def _calibrate_wrist(v: BoardViews, nominal: LensModel, config: CameraCalibConfig) -> CameraEstimate:
+    n = len(v.corners)
+    obj = [v.board.object_points().reshape(1, -1, 3).astype(np.float64)] * n
+    img = [c.reshape(1, -1, 2).astype(np.float64) for c in v.corners]
+    flags = cv2.fisheye.CALIB_RECOMPUTE_EXTRINSIC | cv2.fisheye.CALIB_FIX_SKEW | cv2.fisheye.CALIB_USE_INTRINSIC_GUESS
+    criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 100, 1e-9)
+    try:
+        _, K, D, rvecs, tvecs = cv2.fisheye.calibrate(
+            obj, img, v.size, nominal.K.copy(), np.zeros((4, 1)), flags=flags, criteria=criteria
+        )
+        intr0 = np.r_[K[0, 0], K[1, 1], K[0, 2], K[1, 2], D.ravel()]
+    except cv2.error:  # ill-conditioned start: per-view PnP with the spec-sheet lens instead
+        intr0 = _intr(nominal)
+        rvecs, tvecs = [], []
+        for o, i in zip(obj, img, strict=True):
+            _, r, t = cv2.fisheye.solvePnP(o, i, nominal.K, np.zeros(4))
+            rvecs.append(r)
+            tvecs.append(t)
+    T_cam_board = [_T(np.r_[r.ravel(), t.ravel()]) for r, t in zip(rvecs, tvecs, strict=True)]
+    R_fc, t_fc = cv2.calibrateHandEye(
+        [T[:3, :3] for T in v.T_base_flange],
+        [T[:3, 3] for T in v.T_base_flange],
+        [T[:3, :3] for T in T_cam_board],
+        [T[:3, 3] for T in T_cam_board],
+        method=cv2.CALIB_HAND_EYE_PARK,
+    )
+    T_flange_cam = np.eye(4)
+    T_flange_cam[:3, :3], T_flange_cam[:3, 3] = R_fc, t_fc.ravel()
+    T_base_board = _mean_T([Tb @ T_flange_cam @ Tc for Tb, Tc in zip(v.T_base_flange, T_cam_board, strict=True)])
+
+    def errors(x: np.ndarray) -> np.ndarray:
+        return _project(nominal, x[:8], _wrist_points(v, _T(x[8:14]), _T(x[14:]))) - v.corners
+
+    x, rms, n_out = _robust_fit(errors, np.r_[intr0, _x6(T_flange_cam), _x6(T_base_board)], config)
+    return CameraEstimate(v.camera, _lens(nominal, x[:8]), f"{v.side}_flange", _pose(_T(x[8:14])), n, rms, n_out)
+
+
+def _fit_fixture(v: BoardViews, lens: LensModel, T_flange_cam: np.ndarray) -> np.ndarray:
+    """T_base_board of a fixture board that best explains the views for this lens and mount."""
+    intr = _intr(lens)
+    guesses = []
+    for Tb, c in zip(v.T_base_flange, v.corners, strict=True):
+        rays = lens.unproject(c)
+        ok, r, t = cv2.solvePnP(v.board.object_points(), rays[:, :2] / rays[:, 2:], np.eye(3), None)
+        if ok:
+            guesses.append(Tb @ T_flange_cam @ _T(np.r_[r.ravel(), t.ravel()]))
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return (_project(lens, intr, _wrist_points(v, T_flange_cam, _T(x))) - v.corners).ravel()
+
+    sol = least_squares(residuals, _x6(_mean_T(guesses)), loss="huber", f_scale=3.0, x_scale="jac")
+    return _T(sol.x)
