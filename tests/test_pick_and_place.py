@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from r2s2r.behavior.ik import ArmIK
-from r2s2r.geometry import inv_T, make_T
+from r2s2r.geometry import inv_T, make_T, min_jerk
 from r2s2r.lab.twin import LabTwin, _hidden_params
 from r2s2r.world.cell import CellConfig, SimCell
 from r2s2r.world.conditions import Condition
@@ -16,10 +16,6 @@ from r2s2r.world.hand import PALM_CENTER, hand_grasp_pose, hand_open_pose
 from r2s2r.world.params import WorldParams
 
 DOWN = np.diag([1.0, -1.0, -1.0])  # palm normal down, fingers along world +x
-
-
-def _min_jerk(s):
-    return 10 * s**3 - 15 * s**4 + 6 * s**5
 
 
 class Script:
@@ -41,7 +37,7 @@ class Script:
         hand1 = self.hand if hand is None else hand
         n = max(1, int(round(duration / self.dt)))
         for k in range(1, n + 1):
-            s = _min_jerk(k / n)
+            s = min_jerk(k / n)
             T = np.eye(4)
             T[:3, :3], T[:3, 3] = DOWN, start + s * (np.asarray(target) - start)
             res = self.ik.solve(self.T_base_world @ T, self.q)

@@ -94,3 +94,10 @@ def rotation_angle(R_a: np.ndarray, R_b: np.ndarray) -> float:
     """Angle (rad) of the rotation taking R_a to R_b."""
     c = (np.trace(R_a.T @ R_b) - 1.0) / 2.0
     return float(np.arccos(np.clip(c, -1.0, 1.0)))
+
+
+def min_jerk(s):
+    """Minimum-jerk time scaling 10 s^3 - 15 s^4 + 6 s^5 of a phase ``s`` (clipped to [0, 1]):
+    0 -> 0 and 1 -> 1 with zero velocity and acceleration at both ends. Scalars or arrays."""
+    s = np.clip(s, 0.0, 1.0)
+    return 10 * s**3 - 15 * s**4 + 6 * s**5

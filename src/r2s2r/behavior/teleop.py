@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from r2s2r.behavior.ik import ArmIK
-from r2s2r.geometry import inv_T, make_T
+from r2s2r.geometry import inv_T, make_T, min_jerk
 from r2s2r.lab.real_cell import HumanView, KinematicCalibration
 from r2s2r.world.hand import PALM_CENTER, hand_grasp_pose, hand_joint_ranges, hand_open_pose
 from r2s2r.world.objects import CATALOG
@@ -54,11 +54,6 @@ class OperatorConfig:
     lift_time: float = 0.6
     carry_time: float = 1.4
     release_time: float = 0.4
-
-
-def _min_jerk(s: float) -> float:
-    s = min(max(s, 0.0), 1.0)
-    return 10 * s**3 - 15 * s**4 + 6 * s**5
 
 
 def _rot_z(yaw: float) -> np.ndarray:
@@ -137,7 +132,7 @@ class Operator:
                 t = 0.0
         if self.phase == "reach":
             T = self._duration(c.reach_time)
-            s = _min_jerk(t / T)
+            s = min_jerk(t / T)
             goal = self._predict(seen, now + T - t + self._duration(c.descend_time) * 0.5) + [0, 0, c.approach_height]
             target = self._start + s * (goal - self._start) + [0, 0, c.arc_height * math.sin(math.pi * s)]
             glove = hand_open_pose() + s * (hand_grasp_pose("power", 0.0) - hand_open_pose())
@@ -145,7 +140,7 @@ class Operator:
                 self._enter("descend", now)
         elif self.phase == "descend":
             T = self._duration(c.descend_time)
-            s = _min_jerk(t / T)
+            s = min_jerk(t / T)
             obj = self._predict(seen, now + c.lead_time)
             target = obj + [0, 0, c.approach_height + s * (self.grasp_offset - c.approach_height)]
             glove = hand_grasp_pose("power", 0.0)
@@ -153,7 +148,7 @@ class Operator:
                 self._enter("close", now)
         elif self.phase == "close":
             T = self._duration(c.close_time) + c.dwell_time
-            s = _min_jerk((t - c.dwell_time) / (T - c.dwell_time))
+            s = min_jerk((t - c.dwell_time) / (T - c.dwell_time))
             target = self._predict(seen, now + c.lead_time) + [0, 0, self.grasp_offset]
             glove = hand_grasp_pose("power", s)
             if t >= T:
@@ -161,14 +156,14 @@ class Operator:
                 self._enter("lift", now)
         elif self.phase == "lift":
             T = self._duration(c.lift_time)
-            target = self._lift_from + [0, 0, c.lift_height * _min_jerk(t / T)]
+            target = self._lift_from + [0, 0, c.lift_height * min_jerk(t / T)]
             glove = hand_grasp_pose("power", 1.0)
             if t >= T:
                 self._carry_from = target.copy()
                 self._enter("carry", now)
         elif self.phase == "carry":
             T = self._duration(c.carry_time)
-            s = _min_jerk(t / T)
+            s = min_jerk(t / T)
             goal = view.bin_pos[CATALOG[view.object_name].color] + [0, 0, c.carry_height]
             target = self._carry_from + s * (goal - self._carry_from) + [0, 0, 0.05 * math.sin(math.pi * s)]
             glove = hand_grasp_pose("power", 1.0)
@@ -176,7 +171,7 @@ class Operator:
                 self._enter("release", now)
         elif self.phase == "release":
             T = self._duration(c.release_time)
-            s = _min_jerk(t / T)
+            s = min_jerk(t / T)
             glove = hand_grasp_pose("power", 1.0) + s * (hand_open_pose() - hand_grasp_pose("power", 1.0))
             if t >= T:
                 self._enter("done", now)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from r2s2r.errors import R2S2RError
-from r2s2r.geometry import axis_angle_quat, quat_to_mat
+from r2s2r.geometry import axis_angle_quat, min_jerk, quat_to_mat
 from r2s2r.lab.real_cell import KinematicCalibration, RealCell
 from r2s2r.lab.safety import SafetyFilter
 from r2s2r.world import rizon
@@ -169,10 +169,6 @@ def tool_rotation(normal: np.ndarray, tilt: float, palm: str, point: np.ndarray)
     return np.column_stack([d, np.cross(p, d), p])
 
 
-def _min_jerk(s: np.ndarray) -> np.ndarray:
-    return 10 * s**3 - 15 * s**4 + 6 * s**5
-
-
 class ProbeArm:
     """The right arm as the probing procedure drives it: straight fingertip paths through IK on the
     factory kinematics, streamed at 100 Hz; ``q`` is the last commanded arm target. Every planned path
@@ -250,7 +246,7 @@ class ProbeArm:
         duration = max(0.4, 1.875 * max(dist / c.travel_speed, angle / c.turn_speed))
         n = len(qs) - 1
         t = np.arange(1, int(math.ceil(duration / 0.01)) + 1) * 0.01
-        u = _min_jerk(np.clip(t / duration, 0, 1)) * n
+        u = min_jerk(np.clip(t / duration, 0, 1)) * n
         k = np.minimum(np.floor(u).astype(int), n - 1)
         self.lab.execute_trajectory("right", t, qs[k] + (u - k)[:, None] * (qs[k + 1] - qs[k]))
         self.lab.hold(c.settle)

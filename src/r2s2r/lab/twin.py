@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 
 from r2s2r.errors import ConfigError, UnknownNameError
-from r2s2r.geometry import quat_to_mat
+from r2s2r.geometry import min_jerk, quat_to_mat
 from r2s2r.lab.asbuilt import draw_as_built, factory_file
 from r2s2r.lab.real_cell import EncoderRecord, GuardedMoveResult, HumanView, KinematicCalibration
 from r2s2r.lab.safety import SafetyFilter, SafetyLimits
@@ -33,10 +33,6 @@ def _check_side(side: str) -> str:
     if side not in SIDES:
         raise UnknownNameError("arm side", side, SIDES)
     return side
-
-
-def _min_jerk(s: np.ndarray) -> np.ndarray:
-    return 10 * s**3 - 15 * s**4 + 6 * s**5
 
 
 class LabTwin:
@@ -203,7 +199,7 @@ class LabTwin:
             raise ConfigError(f"move_to: expected q (7,) or (27,) and a positive duration, got {q.shape}, {duration}")
         start = self.__engine.command(side)[: q.shape[0]]
         steps = max(2, int(round(duration / 0.01)))  # stream at 100 Hz
-        s = _min_jerk(np.linspace(0, 1, steps + 1))[1:]
+        s = min_jerk(np.linspace(0, 1, steps + 1))[1:]
         t = np.linspace(0, duration, steps + 1)[1:]
         return self.execute_trajectory(side, t, start + s[:, None] * (q - start))
 
