@@ -187,8 +187,13 @@ COMMANDS: dict[str, dict[str, Callable[..., None]]] = {
 
 def _pick(kind: str, name: str | None, known: dict) -> Callable | dict:
     if name is None or name in ("-h", "--help"):
-        lines = "\n".join(f"  {k}" for k in known)
-        print(f"usage: r2s2r {kind}<command> ...\n\ncommands:\n{lines}")
+        rows = []
+        for k, v in known.items():
+            subs = v.items() if isinstance(v, dict) else [("", v)]
+            for sub, func in subs:
+                summary = (func.__doc__ or "").strip().splitlines()[0]
+                rows.append(f"  {(kind + k + ' ' + sub).strip():<22} {summary}")
+        print(f"usage: r2s2r {kind}<command> ... [--help]\n\ncommands:\n" + "\n".join(rows))
         raise SystemExit(0 if name else 2)
     if name not in known:
         close = difflib.get_close_matches(name, list(known), n=1)
