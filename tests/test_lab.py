@@ -12,7 +12,7 @@ from r2s2r.lab.safety import SafetyFilter
 from r2s2r.lab.twin import LabTwin, _hidden_params
 from r2s2r.world import rizon
 from r2s2r.world.conditions import sample_condition
-from r2s2r.world.engine import CellEngine, home_command
+from r2s2r.world.engine import LEFT_HOLD_Q, CellEngine, home_command
 from r2s2r.world.hand import HAND_JOINTS, hand_open_pose
 from r2s2r.world.params import WorldParams
 from r2s2r.world.scene import build_spec
@@ -169,19 +169,18 @@ def test_safety_filter_clips_counts_and_logs(nominal):
     assert flt.counts["workspace"] == 1 and "workspace" in flt.log[-1]
     assert not np.allclose(out, low)
     rng = np.random.default_rng(0)
+    left = {"left": np.r_[LEFT_HOLD_Q, np.zeros(20)]}
     found = False
     for _ in range(400):  # find a self-colliding command and check the filter stops short of it
         cand = prev.copy()
         cand[:7] = rng.uniform(rizon.JOINT_RANGE[:, 0], rizon.JOINT_RANGE[:, 1])
-        if (
-            flt._unsafe("right", cand, {"left": np.r_[0.68, -0.085, 0.34, 2.638, -0.981, 0.11, -0.326, np.zeros(20)]})
-            == "self_collision"
-        ):
+        if flt._unsafe("right", cand, left) == "self_collision":
             found = True
             before = flt.counts["self_collision"]
-            safe = flt.filter("right", prev, cand, dt=100.0)
+            safe = flt.filter("right", prev, cand, dt=100.0, other=left)
             assert flt.counts["self_collision"] == before + 1
-            assert flt._unsafe("right", safe, {}) is None or not np.allclose(safe, cand)
+            assert flt._unsafe("right", safe, left) is None  # what it sends is collision-free
+            assert not np.allclose(safe, cand)
             break
     assert found
 
