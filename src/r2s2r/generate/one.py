@@ -1,0 +1,99 @@
+"""``r2s2r generate-one``: plan and execute one simulated episode and write a video of it.
+
+``BEHAVIORS`` maps each ``--behavior`` name to a factory ``(inputs) -> Behavior``; a behaviour
+module adds its entry here (imports are lazy: a command loads only what it runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from r2s2r.errors import R2S2RError, UnknownNameError
+from r2s2r.generate.rollout import Behavior, RolloutResult, rollout
+from r2s2r.world.cell import CellConfig, SimCell
+from r2s2r.world.conditions import sample_condition
+from r2s2r.world.params import WorldParams
+
+VIDEO_CAMERAS = ("head_left", "right_wrist")
+VIDEO_SIZE = (320, 240)  # per camera tile, px
+
+
+@dataclass(frozen=True)
+class BehaviorInputs:
+    """What a behaviour factory may use: the simulated world and the real demonstrations."""
+
+    world: WorldParams
+    demos: Path | None = None
+
+
+BEHAVIORS: dict[str, Callable[[BehaviorInputs], Behavior]] = {}
+
+
+def make_behavior(name: str, inputs: BehaviorInputs) -> Behavior:
+    if name not in BEHAVIORS:
+        raise UnknownNameError("behavior", name, tuple(BEHAVIORS))
+    return BEHAVIORS[name](inputs)
+
+
+class VideoWriter:
+    """Frames of ``VIDEO_CAMERAS`` side by side, written as an MP4 (``mp4v``) at the control rate
+    to a temporary name and renamed into place by ``close``."""
+
+    def __init__(self, path: Path, fps: float) -> None:
+        import cv2
+
+        if path.suffix.lower() != ".mp4":
+            raise R2S2RError(f"--video: expected a .mp4 file, got {str(path)!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._tmp = path.with_name(f".{path.stem}.tmp.mp4")
+        size = (VIDEO_SIZE[0] * len(VIDEO_CAMERAS), VIDEO_SIZE[1])
+        self._writer = cv2.VideoWriter(str(self._tmp), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+        if not self._writer.isOpened():
+            raise R2S2RError(f"--video: OpenCV cannot write MP4 to {str(path)!r}")
+        self.frames = 0
+
+    def add(self, cell: SimCell) -> None:
+        import cv2
+
+        tiles = [cell.render(c, VIDEO_SIZE) for c in VIDEO_CAMERAS]
+        self._writer.write(cv2.cvtColor(np.concatenate(tiles, axis=1), cv2.COLOR_RGB2BGR))
+        self.frames += 1
+
+    def close(self) -> None:
+        self._writer.release()
+        self._tmp.replace(self.path)
+
+
+def generate_one(
+    behavior: Behavior,
+    world: WorldParams,
+    condition_kind: str,
+    seed: int,
+    video: Path | None = None,
+    config: CellConfig = CellConfig(),
+) -> RolloutResult:
+    """One episode of ``behavior`` in ``world`` under a ``condition_kind`` condition drawn from
+    ``seed``; with ``video``, an MP4 of it."""
+    rng = np.random.default_rng([seed, 0x6E1])
+    condition = sample_condition(condition_kind, rng)
+    cell = SimCell(world, config)
+    writer = VideoWriter(video, 1.0 / config.control.control_dt) if video is not None else None
+    try:
+        return rollout(
+            cell,
+            behavior,
+            condition,
+            rng,
+            {"seed": seed},
+            keep_failures=True,
+            on_frame=None if writer is None else (lambda c, _step: writer.add(c)),
+        )
+    finally:
+        if writer is not None:
+            writer.close()
+        cell.close()

@@ -1,0 +1,27 @@
+"""``ChunkPolicy``: what evaluation needs of a policy that predicts chunks of future actions.
+
+Observations come in batches (evaluation runs many trials at once): a dict with one entry per
+camera in ``cameras`` (uint8, (B, image_size, image_size, 3)) and ``proprio`` (float32, (B, 27),
+joint positions in rad). ``predict_chunk`` returns (B, action_horizon, 27) absolute joint targets
+(7 arm + 20 hand, rad) at the control rate; the caller executes the first ``execute_steps`` of each
+chunk, then asks again (receding horizon). Every random draw (e.g. a flow-matching sampler's
+initial noise) comes from the ``rng`` passed in, so the same seed gives the same actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class ChunkPolicy(Protocol):
+    cameras: tuple[str, ...]
+    image_size: int
+    action_horizon: int  # H: actions per predicted chunk
+    execute_steps: int  # k <= H: actions executed from each chunk before predicting again
+
+    def predict_chunk(self, obs: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        """(B, action_horizon, 27) joint targets for a batch of observations."""
