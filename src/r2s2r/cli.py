@@ -177,7 +177,8 @@ def world_ungrounded(out: Path, seed: int = 0) -> None:
     Console(stderr=True).print(f"wrote {out} (ungrounded world, seed {seed}, hash {params.content_hash()})")
 
 
-COMMANDS: dict[str, dict[str, Callable[..., None]]] = {
+# A group of subcommands (``r2s2r data check``) or a single command (``r2s2r generate-one``).
+COMMANDS: dict[str, dict[str, Callable[..., None]] | Callable[..., None]] = {
     "cell": {"show": cell_show},
     "demos": {"collect": demos_collect},
     "data": {"check": data_check, "show": data_show},
@@ -206,8 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         group = _pick("", argv[0] if argv else None, COMMANDS)
-        func = _pick(f"{argv[0]} ", argv[1] if len(argv) > 1 else None, group)
-        tyro.cli(func, args=argv[2:], prog=f"r2s2r {argv[0]} {argv[1]}")
+        if callable(group):
+            tyro.cli(group, args=argv[1:], prog=f"r2s2r {argv[0]}")
+        else:
+            func = _pick(f"{argv[0]} ", argv[1] if len(argv) > 1 else None, group)
+            tyro.cli(func, args=argv[2:], prog=f"r2s2r {argv[0]} {argv[1]}")
     except R2S2RError as e:
         print(f"r2s2r: error: {e}", file=sys.stderr)
         return 2

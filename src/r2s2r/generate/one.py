@@ -97,3 +97,34 @@ def generate_one(
         if writer is not None:
             writer.close()
         cell.close()
+
+
+def generate_one_command(
+    behavior: str,
+    world: Path,
+    seed: int = 0,
+    condition: str = "nominal",
+    video: Path | None = None,
+    demos: Path | None = None,
+) -> None:
+    """Plan and execute one simulated episode, print its outcome, optionally write an MP4 of it.
+
+    Args:
+        behavior: Behaviour: one of the registered names (e.g. mimic, planner).
+        world: WorldParams JSON of the simulated world (grounded or ungrounded).
+        seed: Seed of the condition draw and of the behaviour's choices.
+        condition: Condition kind: nominal, lighting, belt_speed, novel_object or combined.
+        video: MP4 file to write (head-left and right-wrist views side by side, 10 fps).
+        demos: Real demonstrations dataset (behaviours that transform demonstrations need it).
+    """
+    from rich.console import Console
+
+    params = WorldParams.load(world)
+    beh = make_behavior(behavior, BehaviorInputs(world=params, demos=demos))
+    res = generate_one(beh, params, condition, seed, video)
+    outcome = "success" if res.success else f"failure ({res.failure})"
+    secs = ", ".join(f"{k} {v:.2f} s" for k, v in res.seconds.items())
+    where = f"; video {video}" if video is not None else ""
+    Console(stderr=True).print(
+        f"{behavior} episode, seed {seed}, {condition}: {outcome} in {res.steps} steps ({secs}){where}"
+    )
