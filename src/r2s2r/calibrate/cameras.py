@@ -25,9 +25,22 @@ import cv2
 import numpy as np
 from scipy.optimize import least_squares
 
+from r2s2r.calibrate.projection import (
+    K_of,
+    T_of,
+    head_points,
+    intr_of,
+    lens_with,
+    mean_T,
+    pose_of,
+    project,
+    rms_px,
+    wrist_points,
+    x6_of,
+)
 from r2s2r.calibrate.views import BoardViews, ViewConfig, capture_head_views, capture_wrist_views
 from r2s2r.errors import R2S2RError
-from r2s2r.geometry import inv_T, make_T, mat_to_quat, rotation_angle
+from r2s2r.geometry import inv_T, make_T, rotation_angle
 from r2s2r.lab.real_cell import RealCell
 from r2s2r.world.camera import LensModel
 from r2s2r.world.params import Pose, WorldParams
@@ -57,6 +70,7 @@ class CameraEstimate:
     n_views: int
     rms_px: float
     n_outliers: int = 0  # corners left out of the final fit (shadow edges, partly hidden squares)
+    fixture: Pose | None = None  # wrist cameras: T_base_board of the fixture board, moving arm's base frame
 
     @property
     def T(self) -> np.ndarray:
@@ -104,7 +118,7 @@ class CameraCalibration:
                 cams.append(cam)
                 continue
             T, parent = (T_world_base @ est.T, "world") if est.frame == "right_base" else (est.T, est.frame)
-            cams.append(dataclasses.replace(cam, lens=est.lens, parent=parent, pose=_pose(T)))
+            cams.append(dataclasses.replace(cam, lens=est.lens, parent=parent, pose=pose_of(T)))
         return params.replace(cameras=tuple(cams))
 
     def reprojection_errors(self) -> dict[str, float]:
@@ -188,95 +202,14 @@ def reprojection_errors(params: WorldParams, views: CameraViews) -> dict[str, fl
         if v.T_flange_board is not None:
             arm = getattr(params, f"{v.side}_arm")
             T_cam_base = inv_T(make_T(cam.pose.pos, cam.pose.quat)) @ make_T(arm.base.pos, arm.base.quat)
-            out[v.camera] = _rms(_project(cam.lens, _intr(cam.lens), _head_points(v, T_cam_base)) - obs)
+            out[v.camera] = rms_px(project(cam.lens, intr_of(cam.lens), head_points(v, T_cam_base)) - obs)
         else:
             T_flange_cam = make_T(cam.pose.pos, cam.pose.quat)
             T_base_board = _fit_fixture(v, cam.lens, T_flange_cam)
-            out[v.camera] = _rms(
-                _project(cam.lens, _intr(cam.lens), _wrist_points(v, T_flange_cam, T_base_board)) - obs
+            out[v.camera] = rms_px(
+                project(cam.lens, intr_of(cam.lens), wrist_points(v, T_flange_cam, T_base_board)) - obs
             )
     return out
-
-
-# --- geometry helpers -------------------------------------------------------------------------
-def _pose(T: np.ndarray) -> Pose:
-    return Pose(tuple(float(x) for x in T[:3, 3]), tuple(float(x) for x in mat_to_quat(T[:3, :3])))
-
-
-def _T(x6: np.ndarray) -> np.ndarray:
-    T = np.eye(4)
-    T[:3, :3] = cv2.Rodrigues(np.asarray(x6[:3], float))[0]
-    T[:3, 3] = x6[3:]
-    return T
-
-
-def _x6(T: np.ndarray) -> np.ndarray:
-    return np.r_[cv2.Rodrigues(np.ascontiguousarray(T[:3, :3]))[0].ravel(), T[:3, 3]]
-
-
-def _rms(err: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.sum(err.reshape(-1, 2) ** 2, axis=1))))
-
-
-def _mean_T(Ts: list[np.ndarray]) -> np.ndarray:
-    """Chordal mean of rigid transforms."""
-    U, _, Vt = np.linalg.svd(np.sum([T[:3, :3] for T in Ts], axis=0))
-    T = np.eye(4)
-    T[:3, :3] = U @ np.diag([1, 1, np.linalg.det(U @ Vt)]) @ Vt
-    T[:3, 3] = np.mean([T_[:3, 3] for T_ in Ts], axis=0)
-    return T
-
-
-def _hom(points: np.ndarray) -> np.ndarray:
-    return np.c_[points, np.ones(len(points))]
-
-
-def _head_points(v: BoardViews, T_cam_base: np.ndarray) -> np.ndarray:
-    """(N, K, 3) board corners in the camera frame (head views: board on the flange)."""
-    P = _hom(v.board.object_points())
-    T = T_cam_base @ v.T_base_flange @ v.T_flange_board  # (N, 4, 4)
-    return np.einsum("nij,kj->nki", T, P)[..., :3]
-
-
-def _wrist_points(v: BoardViews, T_flange_cam: np.ndarray, T_base_board: np.ndarray) -> np.ndarray:
-    """(N, K, 3) board corners in the camera frame (wrist views: board on a world fixture)."""
-    P = _hom(v.board.object_points())
-    T = inv_T(T_flange_cam) @ np.linalg.inv(v.T_base_flange) @ T_base_board
-    return np.einsum("nij,kj->nki", T, P)[..., :3]
-
-
-def _intr(lens: LensModel) -> np.ndarray:
-    return np.r_[lens.fx, lens.fy, lens.cx, lens.cy, lens.dist]
-
-
-def _lens(like: LensModel, intr: np.ndarray) -> LensModel:
-    i = [float(x) for x in intr]
-    return dataclasses.replace(like, fx=i[0], fy=i[1], cx=i[2], cy=i[3], dist=tuple(i[4:]))
-
-
-def _project(like: LensModel, intr: np.ndarray, pts: np.ndarray) -> np.ndarray:
-    """OpenCV's pinhole (k1, k2, p1, p2, k3) or fisheye (k1..k4) model, vectorised: (..., 3) -> (..., 2)."""
-    fx, fy, cx, cy = intr[:4]
-    z = np.maximum(pts[..., 2], 1e-9)
-    x, y = pts[..., 0] / z, pts[..., 1] / z
-    r2 = x * x + y * y
-    if like.kind == "pinhole":
-        k1, k2, p1, p2, k3 = intr[4:9]
-        radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
-        xd = x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x)
-        yd = y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y
-    else:
-        k1, k2, k3, k4 = intr[4:8]
-        r = np.sqrt(r2)
-        th = np.arctan(r)
-        t2 = th * th
-        s = th * (1 + t2 * (k1 + t2 * (k2 + t2 * (k3 + t2 * k4)))) / np.maximum(r, 1e-12)
-        xd, yd = x * s, y * s
-    return np.stack([fx * xd + cx, fy * yd + cy], axis=-1)
-
-
-def _K(intr: np.ndarray) -> np.ndarray:
-    return np.array([[intr[0], 0, intr[2]], [0, intr[1], intr[3]], [0, 0, 1.0]])
 
 
 # --- head cameras -----------------------------------------------------------------------------
@@ -309,18 +242,20 @@ def _calibrate_head(v: BoardViews, nominal: LensModel, config: CameraCalibConfig
         keep = new
     intr = np.r_[K[0, 0], K[1, 1], K[0, 2], K[1, 2], d.ravel()[:5]]
     # each view places the camera in the base frame: T_base_board @ inv(T_cam_board)
-    T_base_cam = _mean_T(
+    T_base_cam = mean_T(
         [
-            Tb @ v.T_flange_board @ inv_T(_T(np.r_[r.ravel(), t.ravel()]))
+            Tb @ v.T_flange_board @ inv_T(T_of(np.r_[r.ravel(), t.ravel()]))
             for Tb, r, t in zip(v.T_base_flange, rvecs, tvecs, strict=True)
         ]
     )
 
     def errors(x: np.ndarray) -> np.ndarray:
-        return _project(nominal, intr, _head_points(v, _T(x))) - v.corners
+        return project(nominal, intr, head_points(v, T_of(x))) - v.corners
 
-    x, rms, n_out = _robust_fit(errors, _x6(inv_T(T_base_cam)), config)
-    return CameraEstimate(v.camera, _lens(nominal, intr), "right_base", _pose(inv_T(_T(x))), len(v.corners), rms, n_out)
+    x, rms, n_out = _robust_fit(errors, x6_of(inv_T(T_base_cam)), config)
+    return CameraEstimate(
+        v.camera, lens_with(nominal, intr), "right_base", pose_of(inv_T(T_of(x))), len(v.corners), rms, n_out
+    )
 
 
 def _robust_fit(errors, x0: np.ndarray, config: CameraCalibConfig) -> tuple[np.ndarray, float, int]:
@@ -339,7 +274,7 @@ def _robust_fit(errors, x0: np.ndarray, config: CameraCalibConfig) -> tuple[np.n
         if np.array_equal(new, keep):
             break
         keep = new
-    return x, _rms(errors(x)[keep]), int((~keep).sum())
+    return x, rms_px(errors(x)[keep]), int((~keep).sum())
 
 
 def _stereo(left: BoardViews, right: BoardViews, el: CameraEstimate, er: CameraEstimate) -> StereoEstimate:
@@ -351,9 +286,9 @@ def _stereo(left: BoardViews, right: BoardViews, el: CameraEstimate, er: CameraE
         obj,
         [left.corners[i].astype(np.float32) for i in il],
         [right.corners[i].astype(np.float32) for i in ir],
-        _K(_intr(el.lens)),
+        K_of(intr_of(el.lens)),
         np.asarray(el.lens.dist),
-        _K(_intr(er.lens)),
+        K_of(intr_of(er.lens)),
         np.asarray(er.lens.dist),
         left.size,
         flags=cv2.CALIB_FIX_INTRINSIC,
@@ -363,7 +298,7 @@ def _stereo(left: BoardViews, right: BoardViews, el: CameraEstimate, er: CameraE
     T_lr = inv_T(T_right_left)
     T_lr_base = inv_T(el.T) @ er.T
     return StereoEstimate(
-        T_left_right=_pose(T_lr),
+        T_left_right=pose_of(T_lr),
         rms_px=float(rms),
         n_pairs=len(common),
         baseline=float(np.linalg.norm(T_lr[:3, 3])),
@@ -385,13 +320,13 @@ def _calibrate_wrist(v: BoardViews, nominal: LensModel, config: CameraCalibConfi
         )
         intr0 = np.r_[K[0, 0], K[1, 1], K[0, 2], K[1, 2], D.ravel()]
     except cv2.error:  # ill-conditioned start: per-view PnP with the spec-sheet lens instead
-        intr0 = _intr(nominal)
+        intr0 = intr_of(nominal)
         rvecs, tvecs = [], []
         for o, i in zip(obj, img, strict=True):
             _, r, t = cv2.fisheye.solvePnP(o, i, nominal.K, np.zeros(4))
             rvecs.append(r)
             tvecs.append(t)
-    T_cam_board = [_T(np.r_[r.ravel(), t.ravel()]) for r, t in zip(rvecs, tvecs, strict=True)]
+    T_cam_board = [T_of(np.r_[r.ravel(), t.ravel()]) for r, t in zip(rvecs, tvecs, strict=True)]
     R_fc, t_fc = cv2.calibrateHandEye(
         [T[:3, :3] for T in v.T_base_flange],
         [T[:3, 3] for T in v.T_base_flange],
@@ -401,27 +336,29 @@ def _calibrate_wrist(v: BoardViews, nominal: LensModel, config: CameraCalibConfi
     )
     T_flange_cam = np.eye(4)
     T_flange_cam[:3, :3], T_flange_cam[:3, 3] = R_fc, t_fc.ravel()
-    T_base_board = _mean_T([Tb @ T_flange_cam @ Tc for Tb, Tc in zip(v.T_base_flange, T_cam_board, strict=True)])
+    T_base_board = mean_T([Tb @ T_flange_cam @ Tc for Tb, Tc in zip(v.T_base_flange, T_cam_board, strict=True)])
 
     def errors(x: np.ndarray) -> np.ndarray:
-        return _project(nominal, x[:8], _wrist_points(v, _T(x[8:14]), _T(x[14:]))) - v.corners
+        return project(nominal, x[:8], wrist_points(v, T_of(x[8:14]), T_of(x[14:]))) - v.corners
 
-    x, rms, n_out = _robust_fit(errors, np.r_[intr0, _x6(T_flange_cam), _x6(T_base_board)], config)
-    return CameraEstimate(v.camera, _lens(nominal, x[:8]), f"{v.side}_flange", _pose(_T(x[8:14])), n, rms, n_out)
+    x, rms, n_out = _robust_fit(errors, np.r_[intr0, x6_of(T_flange_cam), x6_of(T_base_board)], config)
+    return CameraEstimate(
+        v.camera, lens_with(nominal, x[:8]), f"{v.side}_flange", pose_of(T_of(x[8:14])), n, rms, n_out
+    )
 
 
 def _fit_fixture(v: BoardViews, lens: LensModel, T_flange_cam: np.ndarray) -> np.ndarray:
     """T_base_board of a fixture board that best explains the views for this lens and mount."""
-    intr = _intr(lens)
+    intr = intr_of(lens)
     guesses = []
     for Tb, c in zip(v.T_base_flange, v.corners, strict=True):
         rays = lens.unproject(c)
         ok, r, t = cv2.solvePnP(v.board.object_points(), rays[:, :2] / rays[:, 2:], np.eye(3), None)
         if ok:
-            guesses.append(Tb @ T_flange_cam @ _T(np.r_[r.ravel(), t.ravel()]))
+            guesses.append(Tb @ T_flange_cam @ T_of(np.r_[r.ravel(), t.ravel()]))
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        return (_project(lens, intr, _wrist_points(v, T_flange_cam, _T(x))) - v.corners).ravel()
+        return (project(lens, intr, wrist_points(v, T_flange_cam, T_of(x))) - v.corners).ravel()
 
-    sol = least_squares(residuals, _x6(_mean_T(guesses)), loss="huber", f_scale=3.0, x_scale="jac")
-    return _T(sol.x)
+    sol = least_squares(residuals, x6_of(mean_T(guesses)), loss="huber", f_scale=3.0, x_scale="jac")
+    return T_of(sol.x)
