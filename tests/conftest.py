@@ -17,3 +17,14 @@ def nominal() -> WorldParams:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
+
+
+@pytest.fixture(scope="session", params=(0, 3), ids=lambda s: f"lab{s}")
+def lab_calibration(request):
+    """The whole world grounding of one lab seed (about 3 minutes), shared by the calibration tests:
+    (the lab after calibrating, the ``Calibration``)."""
+    from r2s2r.calibrate.run import CalibrationConfig, calibrate_lab
+    from r2s2r.lab.twin import LabTwin
+
+    lab = LabTwin(request.param)
+    return lab, calibrate_lab(lab, CalibrationConfig(seed=request.param))

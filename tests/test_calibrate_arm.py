@@ -9,14 +9,13 @@ import pytest
 from r2s2r.calibrate.arm import (
     ArmDynamics,
     DriveExcitationConfig,
-    calibrate_arm,
     drive_model_params,
     drive_model_spec,
     small_signal_targets,
     tracking_rmse,
 )
 from r2s2r.errors import R2S2RError
-from r2s2r.lab.twin import LabTwin, _hidden_params
+from r2s2r.lab.twin import _hidden_params
 from r2s2r.world import rizon
 from r2s2r.world.params import PhysicsParams, WorldParams
 
@@ -56,11 +55,11 @@ def test_dynamics_apply_to_replaces_only_the_drive_of_one_arm(nominal):
         tracking_rmse(nominal, [])
 
 
-@pytest.fixture(scope="module", params=[0, 3])
-def calibrated(request):
-    lab = LabTwin(request.param)
-    cal = calibrate_arm(lab)
-    return lab, cal
+@pytest.fixture
+def calibrated(lab_calibration):
+    """The arm part of a whole calibration per lab seed (tests/conftest.py)."""
+    lab, cal = lab_calibration
+    return lab, cal.arm
 
 
 @pytest.mark.slow
@@ -69,7 +68,7 @@ def test_drive_identification_recovers_the_hidden_drives(calibrated):
     truth = _hidden_params(lab)
     arm, dyn = truth.right_arm, cal.dynamics
     assert lab.safety_report() == {}
-    np.testing.assert_allclose(lab.read_encoders("right")[:7], rizon.HOME_Q, atol=0.01)
+    np.testing.assert_allclose(lab.read_encoders("right")[:7], rizon.HOME_Q, atol=0.02)  # after every procedure
     assert abs(dyn.delay - arm.delay) <= 0.005
     kp_err = np.asarray(dyn.kp) / arm.kp - 1
     kv_err = np.asarray(dyn.kv) / arm.kv - 1

@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 
 from r2s2r.calibrate.cameras import (
-    CameraCalibConfig,
     CameraViews,
-    calibrate_cameras,
     calibrate_from_views,
     reprojection_errors,
 )
@@ -27,12 +25,11 @@ from r2s2r.world.scene import TargetMount
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module", params=(0, 3), ids=lambda s: f"lab{s}")
-def session(request):
-    """One capture + calibration per lab seed (about 30 s each), shared by the tests below."""
-    lab = LabTwin(request.param)
-    calibration, views = calibrate_cameras(lab, np.random.default_rng(request.param), CameraCalibConfig())
-    return lab, calibration, views
+@pytest.fixture
+def session(lab_calibration):
+    """The camera part of a whole calibration per lab seed (tests/conftest.py)."""
+    lab, cal = lab_calibration
+    return lab, cal.cameras, cal.views
 
 
 def _true_T(lab: LabTwin, name: str) -> np.ndarray:

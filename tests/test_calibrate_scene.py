@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from r2s2r.calibrate.belt import BeltSpeedConfig, estimate_speed, measure_belt_speed
+from r2s2r.calibrate.belt import BeltSpeedConfig, estimate_speed
 from r2s2r.calibrate.masses import measure_masses
 from r2s2r.calibrate.registration import PARTS, Probe, nominal_base_poses, register_scene
 from r2s2r.errors import R2S2RError
@@ -21,8 +21,6 @@ from r2s2r.lab.twin import LabTwin, _hidden_params
 from r2s2r.world import rizon
 from r2s2r.world.objects import CATALOG
 from r2s2r.world.params import Pose, WorldParams
-
-SEEDS = (0, 3)
 
 
 def _yaw(T: np.ndarray) -> float:
@@ -44,16 +42,13 @@ def _head_camera_in_base(lab: LabTwin):
     return dataclasses.replace(cam, pose=Pose(tuple(T[:3, 3]), tuple(mat_to_quat(T[:3, :3]))))
 
 
-@pytest.fixture(scope="module", params=SEEDS)
-def grounded(request):
-    """Registration, belt speed and masses measured on one lab seed (the slow part: ~45 s a seed)."""
-    lab = LabTwin(request.param)
-    reg = register_scene(lab)
-    report_after_probing = lab.safety_report()
-    home = lab.read_encoders("right")[:7].copy()
-    belt = measure_belt_speed(lab, _head_camera_in_base(lab), reg.T_base("conveyor"))
-    masses = measure_masses(lab)
-    return lab, reg, belt, masses, report_after_probing, home
+@pytest.fixture
+def grounded(lab_calibration):
+    """Registration, belt speed and masses of a whole calibration per lab seed (tests/conftest.py);
+    the belt speed used the calibrated head camera (its sensitivity to that camera's pose is
+    tested below)."""
+    lab, cal = lab_calibration
+    return lab, cal.registration, cal.belt, cal.masses, lab.safety_report(), lab.read_encoders("right")[:7]
 
 
 @pytest.mark.slow

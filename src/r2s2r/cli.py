@@ -13,6 +13,7 @@ from typing import Annotated
 
 import tyro
 
+from r2s2r.calibrate.commands import calibrate_command
 from r2s2r.errors import R2S2RError
 
 
@@ -183,6 +184,7 @@ COMMANDS: dict[str, dict[str, Callable[..., None]] | Callable[..., None]] = {
     "demos": {"collect": demos_collect},
     "data": {"check": data_check, "show": data_show},
     "world": {"ungrounded": world_ungrounded},
+    "calibrate": calibrate_command,
 }
 
 

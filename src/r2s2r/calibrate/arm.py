@@ -81,10 +81,14 @@ def drive_model_spec(params: WorldParams, side: str = "right") -> mujoco.MjSpec:
 
 
 def _initial_state(model: mujoco.MjModel, run: DriveRun) -> np.ndarray:
-    """Full physics state at the run's start: at rest, targets (and their delay history) equal
-    to the first command; the arm is the model's first 7 joints and actuators, the hand the next 20."""
+    """Full physics state at the run's start: the encoders' position and velocity (a 2 ms forward
+    difference: a run starts after a settle, but an arm creeping out of stiction has not quite
+    stopped), targets (and their delay history) equal to the first command; the arm is the
+    model's first 7 joints and actuators, the hand the next 20."""
     data = mujoco.MjData(model)
     data.qpos[:N] = run.q[0]
+    k = min(len(run.t) - 1, max(1, int(round(0.002 / (run.t[1] - run.t[0])))))
+    data.qvel[:N] = (run.q[k] - run.q[0]) / (run.t[k] - run.t[0])
     data.qpos[N : N + 20] = run.hand_q
     data.ctrl[:N] = run.q_cmd[0]
     data.ctrl[N : N + 20] = run.hand_q

@@ -342,9 +342,8 @@ def _calibrate_wrist(v: BoardViews, nominal: LensModel, config: CameraCalibConfi
         return project(nominal, x[:8], wrist_points(v, T_of(x[8:14]), T_of(x[14:]))) - v.corners
 
     x, rms, n_out = _robust_fit(errors, np.r_[intr0, x6_of(T_flange_cam), x6_of(T_base_board)], config)
-    return CameraEstimate(
-        v.camera, lens_with(nominal, x[:8]), f"{v.side}_flange", pose_of(T_of(x[8:14])), n, rms, n_out
-    )
+    lens, T_flange_camera, fixture = lens_with(nominal, x[:8]), pose_of(T_of(x[8:14])), pose_of(T_of(x[14:]))
+    return CameraEstimate(v.camera, lens, f"{v.side}_flange", T_flange_camera, n, rms, n_out, fixture=fixture)
 
 
 def _fit_fixture(v: BoardViews, lens: LensModel, T_flange_cam: np.ndarray) -> np.ndarray:

@@ -67,7 +67,11 @@ def nominal_base_poses(spec: WorldParams) -> dict[str, np.ndarray]:
 
 def _plane_residual(x: np.ndarray, probe: Probe, tip: np.ndarray, r_eff: float) -> float:
     """Signed distance (m) of the fingertip centre from where it should be: r_eff outside the plane."""
-    T = _T_planar(x)
+    return _plane_residual_T(_T_planar(x), probe, tip, r_eff)
+
+
+def _plane_residual_T(T: np.ndarray, probe: Probe, tip: np.ndarray, r_eff: float) -> float:
+    """``_plane_residual`` for a part at T_base_part."""
     local = T[:3, :3].T @ (tip - T[:3, 3])
     n = np.asarray(probe.normal, float)
     return float(n @ (local - np.asarray(probe.point, float)) - r_eff)
@@ -138,6 +142,7 @@ class PartRegistration:
     residuals_mm: tuple[float, ...]
     std: tuple[float, float, float, float]
     observed: tuple[bool, bool, bool, bool]
+    tips: tuple[tuple[float, float, float], ...] = ()  # fingertip centre at each contact, base frame, m
 
     @property
     def rms_mm(self) -> float:
@@ -178,6 +183,31 @@ class SceneRegistration:
             out[f"{p.name}_probe_rms_mm"] = p.rms_mm
             out[f"{p.name}_probe_max_mm"] = float(np.max(np.abs(p.residuals_mm)))
         return out
+
+
+def probe_residuals_mm(
+    params: WorldParams,
+    registration: SceneRegistration,
+    probes: tuple[Probe, ...] | None = None,
+    config: ProbeConfig = ProbeConfig(),
+) -> dict[str, np.ndarray]:
+    """Per part, the probed fingertip centres' distances (mm) from where ``params``' conveyor and bins
+    put the touched planes (base frame: ``params``' right-arm base). Measures any world on the same
+    lab data: the grounded world's residuals are the registration's own."""
+    probes = default_probes() if probes is None else tuple(probes)
+    poses = nominal_base_poses(params)
+    r_eff = TIP_RADIUS - config.compression
+    out = {}
+    for part in registration.parts():
+        T = poses[part.name]
+        mine = [p for p in probes if p.part == part.name]
+        by_label = {p.label: p for p in mine}
+        res = [
+            _plane_residual_T(T, by_label[label], np.asarray(tip), r_eff)
+            for label, tip in zip(part.labels, part.tips, strict=True)
+        ]
+        out[part.name] = 1000 * np.asarray(res)
+    return out
 
 
 # --- the procedure -------------------------------------------------------------------------------
@@ -302,5 +332,6 @@ def register_scene(
             residuals_mm=tuple(float(1000 * r) for r in res),
             std=tuple(float(s) for s in std),
             observed=tuple(bool(s < 0.5 * s0) for s, s0 in zip(std, sigma0, strict=True)),
+            tips=tuple(tuple(float(v) for v in t) for _, t in fit.probes),
         )
     return SceneRegistration(**parts)

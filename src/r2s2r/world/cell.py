@@ -60,16 +60,27 @@ class SimCell:
         self.verdict = Verdict(done=False)
 
     def reset(self, condition: Condition, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Start a trial under ``condition``; ``rng`` drives sensor noise for the trial."""
+        """Start a trial under ``condition``; ``rng`` draws the world's visual randomisation (if any)
+        and drives sensor noise for the trial."""
         if not isinstance(condition, Condition):
             raise ConfigError(f"reset: expected a Condition, got {type(condition).__name__}")
         self._engine.apply_condition(condition)
+        if self.params.randomization.active:
+            self._randomize(condition, rng)
         self._judge = Judge(self._engine.model, self.params, condition.object)
         self._rng = rng
         self.condition = condition
         self.time = 0.0
         self.verdict = Verdict(done=False)
         return self.observe()
+
+    def _randomize(self, condition: Condition, rng: np.random.Generator) -> None:
+        r = self.params.randomization
+        light, azimuth, ambient = (float(rng.uniform(-a, a)) for a in (r.light, r.azimuth, r.ambient))
+        self._engine.set_lighting(
+            condition.light_scale * (1 + light), condition.light_tint, condition.light_azimuth + azimuth, 1 + ambient
+        )
+        self._engine.set_object_color(1 + rng.uniform(-r.object_color, r.object_color, 3))
 
     def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], Verdict]:
         """Apply one action for one control period; returns (observation, verdict)."""

@@ -20,7 +20,7 @@ from r2s2r.world import rizon
 from r2s2r.world.conditions import Condition
 from r2s2r.world.hand import hand_open_pose
 from r2s2r.world.objects import CATALOG
-from r2s2r.world.params import WorldParams
+from r2s2r.world.params import LightingParams, WorldParams
 from r2s2r.world.rendering import CellRenderer
 from r2s2r.world.scene import BELT_PERIOD, TargetMount, arm_joint_names, build_spec, hand_joint_names
 
@@ -76,6 +76,7 @@ class CellEngine:
         self.belt_speed = 0.0  # actual surface speed, m/s
         self._built: dict[tuple, tuple[mujoco.MjModel, mujoco.MjData, CellRenderer]] = {}
         self._cmd: dict[str, np.ndarray] = {}  # each side's current 27-D joint target
+        self._obj_rgba0: dict[tuple, dict[int, np.ndarray]] = {}  # the object's geom colours per model
 
     # --- building -------------------------------------------------------------------------
     def load(self, object_name: str, target: TargetMount | None | str = "keep") -> None:
@@ -86,7 +87,11 @@ class CellEngine:
         if key not in self._built:  # compiled models and their GL contexts are kept per object
             model = build_spec(self.params, object_name, self.target).compile()
             self._built[key] = (model, mujoco.MjData(model), CellRenderer(model, self.params.cameras))
+            body = model.body("object").id
+            self._obj_rgba0[key] = {g: model.geom_rgba[g].copy() for g in np.flatnonzero(model.geom_bodyid == body)}
         self.model, self.data, self.renderer = self._built[key]
+        for g, rgba in self._obj_rgba0[key].items():  # models are reused: restore the catalog colours
+            self.model.geom_rgba[g] = rgba
         mujoco.mj_resetData(self.model, self.data)
         self.object_name = object_name
         m = self.model
@@ -103,9 +108,7 @@ class CellEngine:
         self._belt_v = m.joint("belt_slide").dofadr[0]
         self._obj_q = m.joint("object_free").qposadr[0]
         self._obj_v = m.joint("object_free").dofadr[0]
-        self._key_dir0 = np.array(self.params.lighting.key_dir, float)
-        lt = self.params.lighting
-        self._key_diffuse0 = lt.key_diffuse * np.asarray(lt.key_color, float)  # models are reused: not read back
+        self._base_lighting(self.params.lighting)
         self.set_robot("right", home_command())
         self.set_robot("left", left_hold_command())
 
@@ -166,15 +169,35 @@ class CellEngine:
         self.belt_speed = float(commanded) * self.params.conveyor.speed_scale
         self.data.qvel[self._belt_v] = self.belt_speed
 
-    def set_lighting(self, scale: float, tint=(1.0, 1.0, 1.0), azimuth: float = 0.0) -> None:
-        """Key light intensity scale, colour tint and rotation about world z (rad)."""
+    def _base_lighting(self, lighting: LightingParams) -> None:
+        # compiled models are reused across loads: the base values live here, never read back
+        self._key_dir0 = np.array(lighting.key_dir, float)
+        self._key_diffuse0 = lighting.key_diffuse * np.asarray(lighting.key_color, float)
+        self._ambient0 = float(lighting.ambient)
+
+    def set_base_lighting(self, lighting: LightingParams) -> None:
+        """Replace the cell's lighting (what ``set_lighting`` scales and turns) and apply it as is."""
+        self._base_lighting(lighting)
+        self.set_lighting(1.0)
+
+    def set_lighting(
+        self, scale: float, tint=(1.0, 1.0, 1.0), azimuth: float = 0.0, ambient_scale: float = 1.0
+    ) -> None:
+        """Key light intensity scale, colour tint and rotation about world z (rad); ambient scale."""
         m = self.model
         light = m.light("key").id
         m.light_diffuse[light] = self._key_diffuse0 * scale * np.asarray(tint)
         ca, sa = math.cos(azimuth), math.sin(azimuth)
         d = self._key_dir0
         m.light_dir[light] = [ca * d[0] - sa * d[1], sa * d[0] + ca * d[1], d[2]]
+        m.vis.headlight.ambient[:] = self._ambient0 * ambient_scale
         mujoco.mj_forward(m, self.data)
+
+    def set_object_color(self, rgb_scale) -> None:
+        """Scale the current object's colour channels (relative to its catalog colour, clipped to 1)."""
+        key = (self.object_name, self.target)
+        for g, rgba in self._obj_rgba0[key].items():
+            self.model.geom_rgba[g, :3] = np.clip(rgba[:3] * np.asarray(rgb_scale, float), 0.0, 1.0)
 
     def apply_condition(self, cond: Condition) -> None:
         """Load the condition's object, set belt speed and lighting, place the object upstream."""

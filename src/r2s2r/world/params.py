@@ -32,7 +32,7 @@ from r2s2r.world.objects import CATALOG
 
 Vec3 = tuple[float, float, float]
 Quat = tuple[float, float, float, float]
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: visual randomisation ranges
 
 
 def _check(cond: bool, where: str, expected: str, got: object) -> None:
@@ -215,6 +215,32 @@ class RenderParams:
         )
 
 
+@dataclass(frozen=True)
+class VisualRandomization:
+    """Per-episode appearance randomisation of a simulated world around its own (calibrated) values.
+
+    Each simulated episode draws: the key light's intensity x U(1 - ``light``, 1 + ``light``), its
+    direction turned about world z by U(-``azimuth``, ``azimuth``) rad, the ambient light x
+    U(1 - ``ambient``, 1 + ``ambient``), and each colour channel of the object x U(1 - ``object_color``,
+    1 + ``object_color``), on top of the trial condition's lighting. All zero (the default): none.
+    The lab twin never randomises (it is the real cell)."""
+
+    light: float = 0.0
+    azimuth: float = 0.0  # rad
+    ambient: float = 0.0
+    object_color: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("light", "ambient", "object_color"):
+            v = getattr(self, name)
+            _check(0.0 <= v <= 0.5, f"randomization.{name}", "a fraction in [0, 0.5]", v)
+        _check(0.0 <= self.azimuth <= math.pi, "randomization.azimuth", "an angle in [0, pi] rad", self.azimuth)
+
+    @property
+    def active(self) -> bool:
+        return any((self.light, self.azimuth, self.ambient, self.object_color))
+
+
 def _nominal_cameras() -> tuple[CameraParams, ...]:
     look = (0.45, -0.15, 0.72)  # between the pick zone and the bins
     head = LensModel("pinhole", 640, 480, 430.0, 430.0, 319.5, 239.5, (0.0,) * 5)
@@ -254,6 +280,7 @@ class WorldParams:
     lighting: LightingParams = LightingParams()
     physics: PhysicsParams = PhysicsParams()
     render: RenderParams = RenderParams()
+    randomization: VisualRandomization = VisualRandomization()
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
