@@ -7,12 +7,12 @@ module adds its entry here (imports are lazy: a command loads only what it runs)
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from r2s2r.errors import R2S2RError, UnknownNameError
+from r2s2r.generate.attempt import BehaviorInputs
 from r2s2r.generate.rollout import Behavior, RolloutResult, rollout
 from r2s2r.world.cell import CellConfig, SimCell
 from r2s2r.world.conditions import sample_condition
@@ -22,15 +22,17 @@ VIDEO_CAMERAS = ("head_left", "right_wrist")
 VIDEO_SIZE = (320, 240)  # per camera tile, px
 
 
-@dataclass(frozen=True)
-class BehaviorInputs:
-    """What a behaviour factory may use: the simulated world and the real demonstrations."""
 
-    world: WorldParams
-    demos: Path | None = None
+def _teleop(inputs: BehaviorInputs) -> Behavior:
+    from r2s2r.behavior.sim_teleop import SimTeleop
+
+    return SimTeleop()
 
 
-BEHAVIORS: dict[str, Callable[[BehaviorInputs], Behavior]] = {}
+# Factories are module-level functions: worker processes and Ray actors receive them pickled.
+BEHAVIORS: dict[str, Callable[[BehaviorInputs], Behavior]] = {
+    "teleop": _teleop,  # the human motion model in the simulator (a reference, not a study behaviour)
+}
 
 
 def make_behavior(name: str, inputs: BehaviorInputs) -> Behavior:

@@ -1,0 +1,140 @@
+"""``r2s2r generate``: N admitted episodes of one grounding configuration (world x behaviour)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from r2s2r.errors import R2S2RError
+from r2s2r.generate.mix import ConditionMix
+
+# The study's behaviour configurations and the behaviours that implement them.
+BEHAVIOR_OF = {"grounded": "mimic", "ungrounded": "planner"}
+WORLD_FILE_OF = {"grounded": "world.json", "ungrounded": "ungrounded.json"}  # in a calibration folder
+
+
+def resolve_world(world: str, calibration: Path | None, world_file: Path | None) -> Path:
+    """The WorldParams file of ``--world`` (grounded | ungrounded): ``--world-file``, or the
+    matching file of the ``r2s2r calibrate`` folder ``--calibration``."""
+    if world not in WORLD_FILE_OF:
+        from r2s2r.errors import UnknownNameError
+
+        raise UnknownNameError("world configuration", world, tuple(WORLD_FILE_OF))
+    if world_file is not None:
+        return world_file
+    if calibration is None:
+        raise R2S2RError(
+            f"--world {world}: name the world with --calibration DIR (the output of `r2s2r calibrate`, "
+            f"holding {WORLD_FILE_OF[world]}) or --world-file FILE"
+        )
+    path = calibration / WORLD_FILE_OF[world]
+    if not path.is_file():
+        raise R2S2RError(f"--calibration {calibration}: no {WORLD_FILE_OF[world]} (expected `r2s2r calibrate` output)")
+    return path
+
+
+def generate_command(
+    out: Path,
+    world: str,
+    behavior: str,
+    n: int = 1500,
+    calibration: Path | None = None,
+    world_file: Path | None = None,
+    demos: Path | None = None,
+    seed: int = 0,
+    workers: int | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    image_size: int = 96,
+    max_attempts: int | None = None,
+    mix: ConditionMix = ConditionMix(),
+) -> None:
+    """Generate N admitted simulated episodes of one configuration (resumes an existing DIR).
+
+    Args:
+        out: Dataset folder to write (created, or resumed with the same settings).
+        world: World configuration: grounded (calibrated) or ungrounded (spec sheet + tape measure).
+        behavior: Behaviour configuration: grounded (MimicGen-style from the real demos), ungrounded
+            (grasp sampler + motion planner), or a registered behaviour name (e.g. teleop).
+        n: Admitted episodes wanted.
+        calibration: Output folder of `r2s2r calibrate` (holds world.json and ungrounded.json).
+        world_file: WorldParams JSON to use instead of the calibration folder's.
+        demos: Real demonstrations dataset (the grounded behaviour transforms them).
+        seed: Run seed: attempt k draws everything from (seed, k).
+        workers: Worker processes (default: one per core).
+        executor: local (processes on this machine) or ray (a Ray cluster; local without --address).
+        address: Ray cluster address for --executor ray.
+        image_size: Side of the recorded policy images, px.
+        max_attempts: Give up after this many attempts (default 5 N).
+        mix: Fraction of episodes per condition kind (the same for every configuration).
+    """
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from r2s2r.data import Manifest
+    from r2s2r.generate.attempt import BehaviorInputs, GenerationSpec
+    from r2s2r.generate.one import BEHAVIORS
+    from r2s2r.generate.run import RunConfig, generate
+    from r2s2r.world.cell import CellConfig
+    from r2s2r.world.params import WorldParams
+
+    name = BEHAVIOR_OF.get(behavior, behavior)
+    if name not in BEHAVIORS:
+        from r2s2r.errors import UnknownNameError
+
+        raise UnknownNameError("behavior", behavior, (*BEHAVIOR_OF, *BEHAVIORS))
+    path = resolve_world(world, calibration, world_file)
+    params = WorldParams.load(path)
+    if demos is not None and not (demos / "manifest.json").is_file():
+        raise R2S2RError(f"--demos {demos}: not a dataset folder (no manifest.json)")
+    config = RunConfig(
+        n=n, workers=workers or os.cpu_count() or 1, executor=executor, address=address, max_attempts=max_attempts
+    )
+    cell = CellConfig(image_size=image_size)
+    spec = GenerationSpec(BehaviorInputs(params, demos), BEHAVIORS[name], cell, mix, seed)
+    info = {
+        "kind": "simulated episodes",
+        "configuration": {"world": world, "behavior": behavior},
+        "behavior": name,
+        "world_hash": params.content_hash(),
+        "demos_hash": Manifest.load(demos).content_hash() if demos is not None else None,
+        "condition_mix": mix.fractions,
+        "seed": seed,
+        "image_size": image_size,
+    }
+    console = Console(stderr=True)
+    console.print(
+        f"generate: {n} episodes, world {world} ({path}), behaviour {behavior} ({name}), "
+        f"{config.workers} {executor} workers -> {out}"
+    )
+    columns = (
+        TextColumn("admitted"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[line]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("generate", total=n, line="")
+
+        def show(rec, stats):
+            fails = ", ".join(f"{k} {v}" for k, v in list(stats["failures"].items())[:3])
+            line = f"attempts {stats['attempts']}, rate {stats['admission_rate']:.0%}" + (f"; {fails}" if fails else "")
+            bar.update(task, completed=stats["admitted"], line=line)
+
+        stats = generate(out, spec, config, info, on_attempt=show)
+    over = "n/a" if stats["overhead"] is None else f"{stats['overhead']:+.0%}"
+    console.print(
+        f"{stats['admitted']} admitted of {stats['attempts']} attempts ({stats['admission_rate']:.0%}); "
+        f"{stats['admitted_per_hour_per_worker']:.0f} per hour per worker; overhead over physics+render {over}; "
+        f"stats in {out / 'stats.json'}"
+    )
