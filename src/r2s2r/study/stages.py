@@ -1,0 +1,92 @@
+"""Cached study stages: a stage runs once per distinct input, and a killed run resumes.
+
+A stage is a name, a key (a JSON-able dict of everything its output depends on: its settings and
+the hashes of the stages it reads) and a function ``fn(dir) -> summary`` that writes its outputs
+into ``dir``. The stage's folder is ``<root>/<name>-<hash of key>``; the stage is finished when
+``stage.json`` (key, summary, seconds, machine) is in it, written atomically after ``fn`` returns.
+Rerunning a study skips finished stages; changing a setting changes the hash of that stage and of
+every stage whose key holds its hash, and only those run again. A stage killed midway left a
+folder without ``stage.json``: the next run calls ``fn`` on the same folder, so functions resume
+what they can (datasets, training checkpoints, evaluation trials) and redo the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from r2s2r import atomic
+from r2s2r.data.provenance import plain_json
+from r2s2r.errors import R2S2RError
+
+STAGE_FILE = "stage.json"
+
+
+def key_hash(key: dict[str, Any]) -> str:
+    """Content hash of a stage key (canonical JSON), 16 hex digits."""
+    text = json.dumps(plain_json(key, "stage key"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def machine() -> str:
+    import os
+
+    return f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """A finished stage: where its outputs are, what it reported, how long it took."""
+
+    name: str
+    hash: str
+    dir: Path
+    summary: dict[str, Any]
+    seconds: float
+    machine: str
+    cached: bool  # True when this run found it finished
+
+
+class Stages:
+    """The stages of one study folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise R2S2RError(f"study folder {self.root} is a file; expected a folder")
+
+    def dir(self, name: str, key: dict[str, Any]) -> Path:
+        return self.root / f"{name}-{key_hash(key)}"
+
+    def done(self, name: str, key: dict[str, Any]) -> bool:
+        return (self.dir(name, key) / STAGE_FILE).is_file()
+
+    def run(self, name: str, key: dict[str, Any], fn: Callable[[Path], dict[str, Any]]) -> StageRecord:
+        folder = self.dir(name, key)
+        marker = folder / STAGE_FILE
+        if marker.is_file():
+            rec = json.loads(marker.read_text())
+            if rec.get("key") != plain_json(key, "stage key"):
+                raise R2S2RError(f"{marker}: holds another key than its folder's hash says; remove {folder}")
+            return StageRecord(name, rec["hash"], folder, rec["summary"], rec["seconds"], rec["machine"], True)
+        folder.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        summary = fn(folder)
+        seconds = time.perf_counter() - t0
+        rec = {
+            "name": name,
+            "hash": key_hash(key),
+            "key": plain_json(key, "stage key"),
+            "summary": plain_json(summary or {}, f"stage {name} summary"),
+            "seconds": round(seconds, 3),
+            "machine": machine(),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        atomic.write_json(marker, rec)
+        return StageRecord(name, rec["hash"], folder, rec["summary"], rec["seconds"], rec["machine"], False)
