@@ -69,19 +69,12 @@ def generate_command(
         mix: Fraction of episodes per condition kind (the same for every configuration).
     """
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from r2s2r.data import Manifest
     from r2s2r.generate.attempt import BehaviorInputs, GenerationSpec
     from r2s2r.generate.one import BEHAVIORS
     from r2s2r.generate.run import RunConfig, generate
+    from r2s2r.progress import count_progress
     from r2s2r.world.cell import CellConfig
     from r2s2r.world.params import WorldParams
 
@@ -114,22 +107,13 @@ def generate_command(
         f"generate: {n} episodes, world {world} ({path}), behaviour {behavior} ({name}), "
         f"{config.workers} {executor} workers -> {out}"
     )
-    columns = (
-        TextColumn("admitted"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[line]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console) as bar:
-        task = bar.add_task("generate", total=n, line="")
+    with count_progress("admitted", console) as bar:
+        task = bar.add_task("generate", total=n, status="")
 
         def show(rec, stats):
             fails = ", ".join(f"{k} {v}" for k, v in list(stats["failures"].items())[:3])
             line = f"attempts {stats['attempts']}, rate {stats['admission_rate']:.0%}" + (f"; {fails}" if fails else "")
-            bar.update(task, completed=stats["admitted"], line=line)
+            bar.update(task, completed=stats["admitted"], status=line)
 
         stats = generate(out, spec, config, info, on_attempt=show)
     over = "n/a" if stats["overhead"] is None else f"{stats['overhead']:+.0%}"

@@ -58,6 +58,17 @@ class _Ordered:
         self.done: dict[int, AttemptRecord] = {}
         self.retries: dict[int, int] = {}
 
+    def take(self, keys: Iterator[int], window: int) -> list[int]:
+        """New keys from ``keys`` until ``window`` are outstanding (fewer once ``keys`` runs out)."""
+        new = []
+        while len(self.order) < window:
+            key = next(keys, None)
+            if key is None:
+                break
+            self.order.append(key)
+            new.append(key)
+        return new
+
     def retry(self, key: int, why: str) -> None:
         self.retries[key] = self.retries.get(key, 0) + 1
         if self.retries[key] > MAX_RETRIES:
@@ -85,14 +96,8 @@ class LocalExecutor:
         q = _Ordered()
         running: dict[cf.Future, int] = {}
         keys = iter(keys)
-        exhausted = False
         while True:
-            while not exhausted and len(q.order) < self.window:
-                key = next(keys, None)
-                if key is None:
-                    exhausted = True
-                    break
-                q.order.append(key)
+            for key in q.take(keys, self.window):
                 running[self._pool.submit(_run_in_process, key)] = key
             if not running:
                 return
@@ -154,15 +159,8 @@ class RayExecutor:
         running: dict = {}  # object ref -> (key, actor index)
         pending: list[int] = []  # keys to (re)submit
         keys = iter(keys)
-        exhausted = False
         while True:
-            while not exhausted and len(q.order) < self.window:
-                key = next(keys, None)
-                if key is None:
-                    exhausted = True
-                    break
-                q.order.append(key)
-                pending.append(key)
+            pending.extend(q.take(keys, self.window))
             while pending and idle:
                 a = idle.pop(0)
                 k = pending.pop(0)
