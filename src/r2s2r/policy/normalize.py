@@ -7,9 +7,14 @@ import torch
 
 from r2s2r.data.stats import Stats
 from r2s2r.errors import ConfigError
+from r2s2r.policy.config import PolicyConfig
 
 ACTIONS, PROPRIO = "actions", "obs/proprio"
 NORMALIZED = (ACTIONS, PROPRIO)
+
+
+def normalized_dims(config: PolicyConfig) -> dict[str, int]:
+    return {ACTIONS: config.action_dim, PROPRIO: config.proprio_dim}
 
 
 class Normalizer:
@@ -18,6 +23,7 @@ class Normalizer:
     the device of x; ``unnormalize`` inverts it. The same ``Stats`` are saved in the checkpoint."""
 
     def __init__(self, stats: Stats, mode: str, dims: dict[str, int]) -> None:
+        """``dims``: feature name -> expected dimension (see ``normalized_dims``)."""
         self.stats, self.mode = stats, mode
         self._np: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for name in NORMALIZED:
