@@ -28,3 +28,15 @@ def lab_calibration(request):
 
     lab = LabTwin(request.param)
     return lab, calibrate_lab(lab, CalibrationConfig(seed=request.param))
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread while a test module runs: small models train faster on one thread than on two
+    cores shared with other processes (OpenMP threads spin waiting for each other)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

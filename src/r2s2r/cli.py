@@ -17,6 +17,7 @@ from r2s2r.calibrate.commands import calibrate_command
 from r2s2r.errors import R2S2RError
 from r2s2r.generate.commands import generate_command
 from r2s2r.generate.one import generate_one_command
+from r2s2r.train.commands import train_command
 
 
 def cell_show(
@@ -173,6 +174,7 @@ COMMANDS: dict[str, dict[str, Callable[..., None]] | Callable[..., None]] = {
     "calibrate": calibrate_command,
     "generate": generate_command,
     "generate-one": generate_one_command,
+    "train": train_command,
 }
 
 

@@ -8,7 +8,7 @@ from r2s2r.data.features import DEFAULT_CAMERAS, Feature, standard_features
 from r2s2r.data.manifest import MANIFEST, SCHEMA_VERSION, EpisodeEntry, Manifest
 from r2s2r.data.provenance import SOURCES, Provenance
 from r2s2r.data.sampler import DEFAULT_OBS_KEYS, WindowSampler
-from r2s2r.data.stats import STATS, FeatureStats, Stats, compute_stats
+from r2s2r.data.stats import STATS, FeatureStats, Stats, compute_stats, feature_stats, pooled_stats
 from r2s2r.data.synthetic import synthetic_episode
 from r2s2r.data.writer import DatasetWriter
 
@@ -34,6 +34,8 @@ __all__ = [
     "check_dataset",
     "check_episode",
     "compute_stats",
+    "feature_stats",
+    "pooled_stats",
     "standard_features",
     "synthetic_episode",
 ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,16 +87,35 @@ class Stats:
             raise R2S2RError(f"{where}: not a stats file ({e!r}); expected content_hash and features") from None
 
 
+def feature_stats(x: np.ndarray) -> FeatureStats:
+    """Statistics of frames ``x`` (N, ...) over the first axis."""
+    x = np.asarray(x, dtype=np.float64)
+    q01, q99 = np.quantile(x, [0.01, 0.99], axis=0)
+    return FeatureStats(x.mean(0), x.std(0), x.min(0), x.max(0), q01, q99)
+
+
+def _frames(datasets: Sequence[Dataset], name: str) -> np.ndarray:
+    return np.concatenate([ds.group(i)[name][()] for ds in datasets for i in range(len(ds))])
+
+
 def _compute(dataset: Dataset) -> Stats:
     names = [f.name for f in dataset.manifest.features if not f.is_image]
     if dataset.num_frames == 0:
         raise ConfigError(f"{dataset.path}: no frames to compute statistics from")
-    feats = {}
-    for name in names:
-        x = np.concatenate([dataset.group(i)[name][()] for i in range(len(dataset))]).astype(np.float64)
-        q01, q99 = np.quantile(x, [0.01, 0.99], axis=0)
-        feats[name] = FeatureStats(x.mean(0), x.std(0), x.min(0), x.max(0), q01, q99)
-    return Stats(feats, dataset.manifest.content_hash())
+    return Stats({name: feature_stats(_frames([dataset], name)) for name in names}, dataset.manifest.content_hash())
+
+
+def pooled_stats(datasets: Sequence[Dataset], names: Sequence[str]) -> Stats:
+    """Statistics of features ``names`` over all frames of all ``datasets`` together (each frame
+    counts once); the content hash is the SHA-256 of the datasets' manifest hashes, in order."""
+    for ds in datasets:
+        if ds.num_frames == 0:
+            raise ConfigError(f"{ds.path}: no frames to compute statistics from")
+        for name in names:
+            if name not in ds.features or ds.features[name].is_image:
+                raise ConfigError(f"{ds.path}: has no non-image feature {name!r} to compute statistics of")
+    digest = hashlib.sha256("\n".join(ds.manifest.content_hash() for ds in datasets).encode()).hexdigest()
+    return Stats({name: feature_stats(_frames(datasets, name)) for name in names}, digest)
 
 
 def compute_stats(dataset: Dataset, cache: bool = True) -> Stats:

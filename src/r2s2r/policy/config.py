@@ -1,0 +1,100 @@
+"""``PolicyConfig``: the architecture and the flow-matching settings of a chunk policy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from r2s2r.data.features import DEFAULT_CAMERAS
+from r2s2r.data.stats import MODES
+from r2s2r.errors import ConfigError, UnknownNameError
+
+
+def _positive(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"PolicyConfig.{name}: expected a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """A flow-matching transformer over camera tokens and a proprio token.
+
+    Each camera has its own convolutional encoder: ``len(conv_channels)`` stride-2 3x3 convolutions
+    (GroupNorm, GELU), then average pooling to a ``token_grid`` x ``token_grid`` map whose cells
+    become tokens. With the proprio token they pass ``encoder_layers`` transformer layers: the
+    observation tokens. The action head is a transformer decoder (``decoder_layers``) over the
+    ``action_horizon`` noisy action tokens, each conditioned on the flow time, cross-attending to
+    the observation tokens; it predicts the flow velocity.
+
+    Flow matching (t=0 is data, t=1 is noise): x_t = (1 - t) a + t e, velocity target e - a; training
+    times t = t_min + (1 - t_min) Beta(time_alpha, time_beta) as in openpi (more weight near noise);
+    sampling integrates ``euler_steps`` Euler steps from t=1 to t=0. Actions and proprio are
+    normalised with the training data's statistics (``normalization``: "zscore" or "quantile").
+    """
+
+    cameras: tuple[str, ...] = DEFAULT_CAMERAS
+    image_size: int = 64  # px, square RGB frames the encoders take
+    proprio_dim: int = 27  # joint positions, rad (7 arm + 20 hand)
+    action_dim: int = 27  # absolute joint targets, rad
+    action_horizon: int = 16  # H: actions per chunk (at the control rate)
+    execute_steps: int = 8  # k <= H executed per chunk (receding horizon)
+    conv_channels: tuple[int, ...] = (16, 32, 64)
+    token_grid: int = 4  # tokens per camera: token_grid ** 2
+    width: int = 128  # transformer model dimension
+    heads: int = 4
+    encoder_layers: int = 2
+    decoder_layers: int = 2
+    mlp_ratio: int = 4
+    euler_steps: int = 10  # K
+    time_alpha: float = 1.5
+    time_beta: float = 1.0
+    time_min: float = 0.001
+    normalization: str = "quantile"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cameras, tuple) or not self.cameras or not all(isinstance(c, str) for c in self.cameras):
+            raise ConfigError(f"PolicyConfig.cameras: expected a non-empty tuple of names, got {self.cameras!r}")
+        if len(set(self.cameras)) != len(self.cameras):
+            raise ConfigError(f"PolicyConfig.cameras: duplicate camera in {self.cameras!r}")
+        for name in (
+            "image_size",
+            "proprio_dim",
+            "action_dim",
+            "action_horizon",
+            "execute_steps",
+            "token_grid",
+            "width",
+            "heads",
+            "encoder_layers",
+            "decoder_layers",
+            "mlp_ratio",
+            "euler_steps",
+        ):
+            _positive(name, getattr(self, name))
+        if self.execute_steps > self.action_horizon:
+            raise ConfigError(
+                f"PolicyConfig.execute_steps: {self.execute_steps} exceeds action_horizon {self.action_horizon}"
+            )
+        if not self.conv_channels:
+            raise ConfigError("PolicyConfig.conv_channels: expected at least one convolution")
+        for c in self.conv_channels:
+            _positive("conv_channels", c)
+        feature = self.image_size // 2 ** len(self.conv_channels)
+        if feature < self.token_grid:
+            raise ConfigError(
+                f"PolicyConfig: {len(self.conv_channels)} stride-2 convolutions leave a {feature}x{feature} map of "
+                f"a {self.image_size} px image, smaller than token_grid {self.token_grid}"
+            )
+        if self.width % self.heads:
+            raise ConfigError(f"PolicyConfig.width {self.width} must be divisible by heads {self.heads}")
+        if self.width % 2:
+            raise ConfigError(f"PolicyConfig.width {self.width} must be even (sinusoidal time embedding)")
+        if not (self.time_alpha > 0 and self.time_beta > 0):
+            raise ConfigError(f"PolicyConfig: time_alpha, time_beta must be > 0, got {self.time_alpha}, {self.time_beta}")
+        if not 0 <= self.time_min < 1:
+            raise ConfigError(f"PolicyConfig.time_min: expected a value in [0, 1), got {self.time_min}")
+        if self.normalization not in MODES:
+            raise UnknownNameError("normalisation mode", self.normalization, MODES)
+
+    @property
+    def tokens_per_camera(self) -> int:
+        return self.token_grid**2

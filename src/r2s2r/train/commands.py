@@ -1,0 +1,83 @@
+"""``r2s2r train``: co-train a policy from the command line, with a progress bar."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+
+
+def train_command(
+    real: Path,
+    out: Path,
+    sim: tuple[Path, ...] = (),
+    ratio: float | None = None,
+    steps: int | None = None,
+    preset: str = "cpu",
+    seed: int | None = None,
+    batch_size: int | None = None,
+    device: str = "auto",
+    threads: int | None = None,
+    tensorboard: bool = False,
+) -> None:
+    """Co-train a flow-matching policy on real + sim datasets (resumes a run folder that holds a checkpoint).
+
+    Args:
+        real: The real-demonstration dataset folder.
+        out: Run folder: checkpoints step_*/ and 'latest' (load with r2s2r.policy.load_policy).
+        sim: Simulated dataset folders (zero or more).
+        ratio: Real share of every batch, exact per batch (e.g. 0.5); omit for natural proportions.
+        steps: Optimiser steps (default: the preset's).
+        preset: Named preset: tiny, cpu or gpu.
+        seed: Run seed (default: the preset's).
+        batch_size: Global batch size (default: the preset's).
+        device: auto, cpu, cuda or cuda:N (under torchrun each process takes its LOCAL_RANK GPU).
+        threads: torch CPU threads per process (default: the cores available / processes).
+        tensorboard: Also write TensorBoard logs to OUT/tensorboard (needs the tensorboard package).
+    """
+    import torch
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from r2s2r.errors import ConfigError
+    from r2s2r.train.loop import require_tensorboard, train
+    from r2s2r.train.presets import get_preset
+
+    if tensorboard:
+        require_tensorboard()
+    chosen = get_preset(preset)
+    changes = {k: v for k, v in (("steps", steps), ("seed", seed), ("batch_size", batch_size)) if v is not None}
+    tc = dataclasses.replace(chosen.train, ratio=ratio, **changes)
+    chosen = dataclasses.replace(chosen, train=tc)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if threads is not None and threads < 1:
+        raise ConfigError(f"--threads: expected a positive integer, got {threads}")
+    torch.set_num_threads(threads or max(1, len(os.sched_getaffinity(0)) // world))
+    main = int(os.environ.get("RANK", "0")) == 0
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("train"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, disable=not main) as bar:
+        task = bar.add_task("train", total=tc.steps, info="")
+
+        def show(step, record):
+            if record is not None:
+                counts = " ".join(f"{n} {c}" for n, c in record["samples"].items())
+                info = f"loss {record['loss']:.4f}  {record['samples_per_s']:.0f} samples/s  [{counts}]"
+                bar.update(task, completed=step, info=info)
+            else:
+                bar.update(task, completed=step)
+
+        result = train(real, sim, out, chosen, device=device, on_step=show, tensorboard=tensorboard)
+    if main:
+        counts = ", ".join(f"{n} {c}" for n, c in result.samples.items())
+        start = f" (resumed at step {result.resumed_from})" if result.resumed_from else ""
+        console.print(f"trained {preset} to step {result.step}{start}; samples seen: {counts} -> {result.checkpoint}")

@@ -1,0 +1,48 @@
+"""Named training presets: one registry of (policy, training) config pairs.
+
+- ``tiny``: seconds on a CPU; for tests and smoke runs (16 px, a 2-layer 32-wide transformer).
+- ``cpu``: the study on a 2-core CPU (see DESIGN.md section 6 and docs/benchmarks.md for its speed).
+- ``gpu``: full 96 px resolution and a larger model, for one or several GPUs (torchrun).
+"""
+
+from __future__ import annotations
+
+from r2s2r.errors import UnknownNameError
+from r2s2r.policy.config import PolicyConfig
+from r2s2r.train.config import Preset, TrainConfig
+
+PRESETS: dict[str, Preset] = {
+    "tiny": Preset(
+        PolicyConfig(
+            image_size=16, action_horizon=8, execute_steps=4, conv_channels=(8, 16), token_grid=2, width=32,
+            heads=2, encoder_layers=1, decoder_layers=1, mlp_ratio=2,
+        ),
+        TrainConfig(
+            steps=50, batch_size=16, lr=1e-3, warmup_steps=5, shift_px=1, checkpoint_every=25, log_every=5,
+            ema_decay=0.99,
+        ),
+        "tests and smoke runs: 16 px, ~30 k parameters",
+    ),
+    "cpu": Preset(
+        PolicyConfig(image_size=48, conv_channels=(16, 32, 64), token_grid=3, width=96, heads=4),
+        TrainConfig(steps=3000, batch_size=32, lr=3e-4, warmup_steps=200, shift_px=3),
+        "a study on a 2-core CPU: 48 px, ~0.6 M parameters",
+    ),
+    "gpu": Preset(
+        PolicyConfig(
+            image_size=96, conv_channels=(32, 64, 128, 256), token_grid=6, width=384, heads=6, encoder_layers=6,
+            decoder_layers=6,
+        ),
+        TrainConfig(
+            steps=30000, batch_size=256, lr=3e-4, warmup_steps=1000, shift_px=6, checkpoint_every=2000, log_every=50,
+        ),
+        "full 96 px resolution on GPUs (torchrun for several): ~25 M parameters",
+    ),
+}
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name``; an unknown name raises UnknownNameError with a "did you mean" hint."""
+    if name not in PRESETS:
+        raise UnknownNameError("preset", name, tuple(PRESETS))
+    return PRESETS[name]

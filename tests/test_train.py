@@ -1,0 +1,266 @@
+"""Co-training: exact mixture quotas, resume equals a straight run, overfitting, checkpoint errors, CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from r2s2r.data import Dataset, DatasetWriter, WindowSampler, standard_features, synthetic_episode
+from r2s2r.errors import R2S2RError
+from r2s2r.policy import ChunkPolicy, load_policy
+from r2s2r.train import Mixture, apportion, get_preset, train
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+REAL_FEATS = standard_features(state_dim=4, image_size=(24, 24))  # resized to the tiny preset's 16 px
+SIM_FEATS = standard_features(state_dim=4, image_size=(16, 16))
+
+
+def write(path: Path, feats, lengths, source: str, seed: int) -> Path:
+    with DatasetWriter(path, feats, 10.0) as w:
+        for k, n in enumerate(lengths):
+            w.add(synthetic_episode(feats, n, np.random.default_rng(seed + k), key=k, source=source))
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("train-data")
+    return {
+        "real": write(root / "real", REAL_FEATS, (12, 14, 10), "real", 0),
+        "sim0": write(root / "sim0", SIM_FEATS, (15, 11, 13, 9), "sim", 100),
+        "sim1": write(root / "sim1", SIM_FEATS, (20, 30), "sim", 200),
+    }
+
+
+def preset(**train_changes):
+    p = get_preset("tiny")
+    return dataclasses.replace(p, train=dataclasses.replace(p.train, **train_changes))
+
+
+def test_apportion_is_exact_and_closest():
+    assert apportion(np.array([0.5, 0.5]), 64).tolist() == [32, 32]
+    assert apportion(np.array([0.3, 0.7 * 49 / 81, 0.7 * 32 / 81]), 16).tolist() == [5, 7, 4]
+    for w in np.random.default_rng(0).dirichlet(np.ones(4), size=50):
+        c = apportion(w, 37)
+        assert c.sum() == 37 and np.all(np.abs(c - w * 37) < 1)
+
+
+def test_quota_batches_hold_exactly_the_ratio_and_natural_follows_sizes(data):
+    dss = {n: Dataset(p) for n, p in data.items()}
+    samplers = {n: WindowSampler(ds, 8) for n, ds in dss.items()}
+    mix = Mixture(samplers, 0.3, 16)
+    # 4.8 real; the sims' 11.2 split by their 48:50 frames: 5.49, 5.71 -> largest remainders 5, 5, 6
+    assert mix.describe()["per_batch"] == {"real": 5, "sim0": 5, "sim1": 6}
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        plan = mix.plan(rng)
+        assert {n: len(i) for n, i in plan.items()} == {"real": 5, "sim0": 5, "sim1": 6}
+        assert all(i.min() >= 0 and i.max() < len(samplers[n]) for n, i in plan.items())
+    natural = Mixture(samplers, None, 16)
+    totals = np.zeros(3)
+    for _ in range(400):
+        totals += [len(i) for i in natural.plan(rng).values()]
+    assert np.allclose(totals / totals.sum(), natural.frames / natural.frames.sum(), atol=0.02)
+    with pytest.raises(R2S2RError, match="no sample per batch"):
+        Mixture(samplers, 0.99, 16)
+    with pytest.raises(R2S2RError, match="real share"):
+        Mixture({"real": samplers["real"]}, 0.5, 16)
+    for ds in dss.values():
+        ds.close()
+
+
+def test_training_batches_come_from_their_sources_in_quota(data, tmp_path):
+    from r2s2r.train.pipeline import BatchLoader
+    from r2s2r.train.sources import open_sources
+
+    p = preset(ratio=0.5)
+    src = open_sources(data["real"], [data["sim0"]], p.policy)
+    mix = Mixture(src.samplers, 0.5, 16)
+    with BatchLoader(mix, p.policy, 1, np.random.default_rng(0), prefetch=2) as loader:
+        for _ in range(5):
+            b = loader.next()
+            assert b.counts == {"real": 8, "sim0": 8}
+            assert all(x.shape == (16, 16, 16, 3) and x.dtype == np.uint8 for x in b.images.values())
+            real_proprio = np.concatenate([src.datasets["real"].episode(i).obs["proprio"] for i in range(3)])
+            sim_proprio = np.concatenate([src.datasets["sim0"].episode(i).obs["proprio"] for i in range(4)])
+            assert all((real_proprio == row).all(1).any() for row in b.proprio[:8])
+            assert all((sim_proprio == row).all(1).any() for row in b.proprio[8:])
+    src.close()
+
+
+@pytest.fixture(scope="module")
+def straight(data, tmp_path_factory, one_torch_thread):
+    """Four steps of real + sim at ratio 0.5 without interruption (bitwise resume needs the same threads)."""
+    out = tmp_path_factory.mktemp("straight") / "run"
+    p = preset(steps=4, ratio=0.5, checkpoint_every=100, log_every=1)
+    return p, out, train(data["real"], [data["sim0"]], out, p)
+
+
+def test_resuming_after_step_2_equals_training_4_steps_straight(data, straight, tmp_path):
+    p, out, full = straight
+    part = tmp_path / "run"
+    first = train(data["real"], [data["sim0"]], part, p, stop_at=2)
+    assert first.step == 2 and (part / "step_00000002").is_dir()
+    second = train(data["real"], [data["sim0"]], part, p)
+    assert second.resumed_from == 2 and second.step == 4
+    a, b = out / "step_00000004", part / "step_00000004"
+    for name in ("model.safetensors", "train.safetensors", "stats.json"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    sa, sb = (json.loads((d / "train_state.json").read_text()) for d in (a, b))
+    assert sa["rng_states"] == sb["rng_states"] and sa["samples"] == sb["samples"] == {"real": 32, "sim0": 32}
+    assert [r["loss"] for r in sa["history"]] == [r["loss"] for r in sb["history"]]
+    with pytest.raises(R2S2RError, match="already trained to step 4"):
+        train(data["real"], [data["sim0"]], part, p)
+    with pytest.raises(R2S2RError, match="other settings.*train.lr"):
+        train(data["real"], [data["sim0"]], part, preset(steps=4, ratio=0.5, lr=1e-4))
+    with pytest.raises(R2S2RError, match="sources"):
+        train(data["real"], [data["sim1"]], part, preset(steps=4, ratio=0.5, checkpoint_every=100, log_every=1))
+
+
+def test_the_checkpoint_records_the_mixture_and_the_policy_input(straight):
+    p, out, result = straight
+    meta = json.loads((out / "step_00000004" / "config.json").read_text())
+    assert meta["mixture"]["mode"] == "quota" and meta["mixture"]["per_batch"] == {"real": 8, "sim0": 8}
+    assert meta["policy"]["cameras"] == list(p.policy.cameras) and meta["policy"]["image_size"] == 16
+    assert [s["name"] for s in meta["sources"]] == ["real", "sim0"]
+    policy = load_policy(out)
+    assert isinstance(policy, ChunkPolicy)
+    assert (policy.cameras, policy.image_size, policy.action_horizon, policy.execute_steps) == (
+        p.policy.cameras,
+        16,
+        8,
+        4,
+    )
+
+
+def obs_batch(policy, n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    s = policy.image_size
+    obs = {c: rng.integers(0, 256, size=(n, s, s, 3), dtype=np.uint8) for c in policy.cameras}
+    obs["proprio"] = rng.normal(size=(n, 27)).astype(np.float32)
+    return obs
+
+
+def test_predict_chunk_is_batched_and_determined_by_the_generator(straight):
+    policy = load_policy(straight[1])
+    obs = obs_batch(policy, 5)
+    a = policy.predict_chunk(obs, np.random.default_rng(7))
+    assert a.shape == (5, 8, 27) and a.dtype == np.float32 and np.isfinite(a).all()
+    assert np.array_equal(a, policy.predict_chunk(obs, np.random.default_rng(7)))
+    assert not np.array_equal(a, policy.predict_chunk(obs, np.random.default_rng(8)))
+    e = policy.embed(obs)
+    assert e.shape == (5, policy.config.width) and np.array_equal(e[:2], policy.embed({k: v[:2] for k, v in obs.items()}))
+    bad = dict(obs, head_left=obs["head_left"][:, :8])
+    with pytest.raises(R2S2RError, match="head_left.*shape"):
+        policy.predict_chunk(bad, np.random.default_rng(0))
+    with pytest.raises(R2S2RError, match="missing"):
+        policy.predict_chunk({k: v for k, v in obs.items() if k != "proprio"}, np.random.default_rng(0))
+    with pytest.raises(R2S2RError, match="uint8"):
+        policy.embed(dict(obs, right_wrist=obs["right_wrist"].astype(np.float32)))
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_corrupt_or_mismatched_checkpoints_raise(straight, tmp_path):
+    out = straight[1]
+    run = copy_run(out, tmp_path / "a")
+    ckpt = run / "step_00000004"
+    raw = bytearray((ckpt / "model.safetensors").read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    (ckpt / "model.safetensors").write_bytes(bytes(raw))
+    with pytest.raises(R2S2RError, match="model.safetensors: SHA-256 differs"):
+        load_policy(run)
+
+    run = copy_run(out, tmp_path / "b")
+    meta = json.loads((run / "step_00000004" / "config.json").read_text())
+    meta["policy"]["width"] = 48
+    (run / "step_00000004" / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(R2S2RError, match="weights do not match"):
+        load_policy(run)
+    meta["policy"]["width"] = "wide"
+    (run / "step_00000004" / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(R2S2RError, match="policy.width"):
+        load_policy(run / "step_00000004")
+
+    run = copy_run(out, tmp_path / "c")
+    (run / "step_00000004" / "stats.json").unlink()
+    with pytest.raises(R2S2RError, match="stats.json: missing"):
+        load_policy(run)
+    (run / "latest").write_text("../../etc\n")
+    with pytest.raises(R2S2RError, match="latest"):
+        load_policy(run)
+    with pytest.raises(R2S2RError, match="not a checkpoint folder"):
+        load_policy(tmp_path)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "config.json").write_text('{"format": "other"}')
+    with pytest.raises(R2S2RError, match="not an r2s2r policy checkpoint"):
+        load_policy(tmp_path / "d")
+
+    run = copy_run(out, tmp_path / "e")  # a resume refuses a corrupt training state too
+    state = run / "step_00000004" / "train.safetensors"
+    state.write_bytes(state.read_bytes()[:100])
+    with pytest.raises(R2S2RError, match="train.safetensors: SHA-256 differs"):
+        train(Path(json.loads((run / "step_00000004" / "config.json").read_text())["sources"][0]["path"]), [], run, preset())
+
+
+def test_bad_sources_and_names_are_explained(data, tmp_path):
+    with pytest.raises(R2S2RError, match="given as a real dataset.*'sim'"):
+        train(data["sim0"], [], tmp_path / "x", preset())
+    with pytest.raises(R2S2RError, match="more than once"):
+        train(data["real"], [data["sim0"], data["sim0"]], tmp_path / "x", preset(ratio=0.5))
+    with pytest.raises(R2S2RError, match="no such dataset"):
+        train(tmp_path / "nothing", [], tmp_path / "x", preset())
+    with pytest.raises(R2S2RError, match="Did you mean 'tiny'"):
+        get_preset("tinny")
+    import importlib.util
+
+    if importlib.util.find_spec("tensorboard") is None:
+        with pytest.raises(R2S2RError, match="tensorboard"):
+            train(data["real"], [], tmp_path / "x", preset(), tensorboard=True)
+        assert not (tmp_path / "x").exists()
+
+
+def test_the_policy_overfits_a_handful_of_episodes(tmp_path):
+    feats = standard_features(state_dim=4, image_size=(16, 16))
+    real = write(tmp_path / "few", feats, (10, 12, 8), "real", 50)
+    p = preset(steps=500, batch_size=32, lr=2e-3, warmup_steps=20, shift_px=0, min_lr_ratio=0.01, checkpoint_every=500)
+    p = dataclasses.replace(p, policy=dataclasses.replace(p.policy, width=64))  # 30 chunks to memorise
+    train(real, [], tmp_path / "run", p)
+    policy = load_policy(tmp_path / "run")
+    with Dataset(real) as ds:
+        sampler = WindowSampler(ds, policy.action_horizon, (*policy.cameras, "proprio"))
+        batch = sampler.sample(np.arange(len(sampler)))
+    obs = {k[4:]: v for k, v in batch.items() if k.startswith("obs/")}
+    pred = policy.predict_chunk(obs, np.random.default_rng(0))
+    err = np.abs(pred - batch["actions"]).mean()
+    spread = np.abs(batch["actions"] - batch["actions"].mean(axis=(0, 1))).mean()
+    assert err < 0.15 * spread, (err, spread)
+    # another draw of the noise gives nearly the same chunks: the flow has collapsed onto the data
+    again = policy.predict_chunk(obs, np.random.default_rng(1))
+    assert np.abs(again - batch["actions"]).mean() < 0.15 * spread
+
+
+def test_cli_trains_and_resumes(data, tmp_path, capsys):
+    from r2s2r.cli import main
+
+    out = tmp_path / "cli"
+    args = ["train", "--real", str(data["real"]), "--sim", str(data["sim0"]), str(data["sim1"]), "--ratio", "0.5"]
+    args += ["--preset", "tiny", "--steps", "3", "--threads", "1", "--out", str(out)]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "step 3" in err and "real 24" in err
+    assert load_policy(out).action_horizon == 8
+    assert main([*args[:-2], "--steps", "4", "--out", str(out)]) == 2
+    assert "train.steps: checkpoint 3, now 4" in capsys.readouterr().err
+    assert main(["train", "--real", str(data["real"]), "--preset", "cpux", "--out", str(out)]) == 2
+    assert "Did you mean 'cpu'" in capsys.readouterr().err
