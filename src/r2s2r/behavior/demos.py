@@ -100,8 +100,9 @@ def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attem
     return Attempt(key, True, None, len(actions), episode)
 
 
-def _make_operator(lab: RealCell, config: OperatorConfig) -> Operator:
-    # The teleoperation station maps tracker poses to the robot base with the cell's drawing.
+def make_operator(lab: RealCell, config: OperatorConfig) -> Operator:
+    """The teleoperator at ``lab``'s station (it maps tracker poses to the robot base with the
+    cell's drawing and solves IK on the robot's factory kinematics)."""
     return Operator(lab.factory_calibration("right"), WorldParams.nominal().right_arm.base, config)
 
 
@@ -112,7 +113,7 @@ def _worker_init(lab_seed: int, cell: CellConfig, operator: OperatorConfig) -> N
     from r2s2r.lab.twin import LabTwin
 
     lab = LabTwin(lab_seed, cell)
-    _WORKER["lab"], _WORKER["op"] = lab, _make_operator(lab, operator)
+    _WORKER["lab"], _WORKER["op"] = lab, make_operator(lab, operator)
 
 
 def _worker_attempt(seed: int, key: int) -> Attempt:
@@ -164,7 +165,7 @@ def collect_demos(
             return demos >= config.n
 
         if config.workers == 1:
-            operator = _make_operator(lab, config.operator)
+            operator = make_operator(lab, config.operator)
             for key in range(next_key, max_attempts):
                 if commit(run_attempt(lab, operator, config.seed, key)):
                     break

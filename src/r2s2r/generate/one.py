@@ -60,9 +60,19 @@ class VideoWriter:
         self.frames = 0
 
     def add(self, cell: SimCell) -> None:
+        self.add_images([cell.render(c, VIDEO_SIZE) for c in VIDEO_CAMERAS])
+
+    def add_images(self, images: list[np.ndarray]) -> None:
+        """One frame from given RGB uint8 images of ``VIDEO_CAMERAS`` (any size: each is resized
+        to ``VIDEO_SIZE``), e.g. a lab's captures."""
         import cv2
 
-        tiles = [cell.render(c, VIDEO_SIZE) for c in VIDEO_CAMERAS]
+        if len(images) != len(VIDEO_CAMERAS):
+            raise R2S2RError(f"video frame: expected {len(VIDEO_CAMERAS)} images {VIDEO_CAMERAS}, got {len(images)}")
+        tiles = [
+            img if img.shape[1::-1] == VIDEO_SIZE else cv2.resize(img, VIDEO_SIZE, interpolation=cv2.INTER_AREA)
+            for img in images
+        ]
         self._writer.write(cv2.cvtColor(np.concatenate(tiles, axis=1), cv2.COLOR_RGB2BGR))
         self.frames += 1
 

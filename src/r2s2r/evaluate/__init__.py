@@ -1,0 +1,1 @@
+"""Evaluation on the lab: trial protocol, batched rollouts, honest statistics."""

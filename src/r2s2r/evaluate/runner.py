@@ -1,0 +1,209 @@
+"""Batched rollouts of a policy over a lab's trial list.
+
+Trials run in *waves* of ``batch`` trials at once: wave ``w`` runs trials ``w*batch ...`` in lab
+slots 0..batch-1, all starting together, until every one of them has ended. At each control step
+a ``ChunkPolicy`` is asked once for a new chunk for every running trial whose previous chunk is
+used up (all trials of a wave start in phase, so that is one forward pass for all running trials
+every ``execute_steps`` steps); its random draws come from a generator seeded by
+``(seed, wave, step)``. A ``TrialPolicy`` runs next to the lab with a generator seeded by
+``(seed, trial index)``.
+
+Reproducibility: the outcome of every trial is a function of the lab, the trial list, the policy,
+``seed`` and ``batch`` (the batch composition feeds a stochastic chunk policy's draws), never of
+``workers`` or of interruptions. With an output folder each finished wave is written to
+``DIR/waves/wave_NNN.json``; a rerun with the same settings reuses finished waves and runs the
+rest, so a killed evaluation resumes where it stopped and ends with the same results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from r2s2r import atomic
+from r2s2r.errors import ConfigError, R2S2RError
+from r2s2r.evaluate.policies import Policy, policy_kind
+from r2s2r.evaluate.pool import LabPool, SlotResult
+from r2s2r.evaluate.results import EvalResults, TrialOutcome
+from r2s2r.evaluate.trials import Trial, TrialList, TrialPlan, make_trials
+from r2s2r.world.cell import CellConfig
+
+_SALT = 0x0E7A1  # separates the policy's draws from other uses of the same seed
+WAVES_DIR = "waves"
+VIDEOS_DIR = "videos"
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    plan: TrialPlan = TrialPlan()
+    seed: int = 0  # the policy's random draws (sampler noise, the operator's variability)
+    batch: int = 4  # trials in flight at once (a wave); each costs a lab twin's memory
+    workers: int = 1  # lab processes; the results do not depend on it
+    max_duration: float = 25.0  # s of trial time before the judge calls a timeout
+    videos: bool = False  # write DIR/videos/trial_NNN.mp4 (head-left and right-wrist captures)
+
+    def __post_init__(self) -> None:
+        for name, lo in (("seed", 0), ("batch", 1), ("workers", 1)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < lo:
+                raise ConfigError(f"eval --{name}: expected an integer >= {lo}, got {value!r}")
+        if not self.max_duration > 0:
+            raise ConfigError(f"eval --max-duration: expected a positive duration, got {self.max_duration!r}")
+
+    def settings(self) -> dict:
+        """What the outcomes depend on (and, informative only, workers and videos)."""
+        return {"seed": self.seed, "batch": self.batch, "max_duration": self.max_duration}
+
+
+def _wave_key(policy_name: str, trials: TrialList, config: EvalConfig) -> str:
+    text = json.dumps([policy_name, trials.digest(), config.settings()], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _outcome(res: SlotResult, trial: Trial, control_dt: float) -> TrialOutcome:
+    fields = {f.name: getattr(res, f.name) for f in dataclasses.fields(SlotResult)}
+    if fields["video"] is not None:
+        fields["video"] = f"{VIDEOS_DIR}/{fields['video']}"
+    return TrialOutcome(kind=trial.kind, duration=round(res.steps * control_dt, 9), **fields)
+
+
+def _run_wave(
+    pool: LabPool,
+    policy: Policy,
+    chunked: bool,
+    wave: int,
+    trials: list[Trial],
+    config: EvalConfig,
+    max_steps: int,
+    on_trial: Callable[[TrialOutcome], None] | None,
+    control_dt: float,
+) -> tuple[list[TrialOutcome], float]:
+    """Run one wave; returns its outcomes (trial order) and the seconds spent in the chunk policy."""
+    slots = dict(enumerate(trials))
+    queues: dict[int, deque] = {s: deque() for s in slots}
+    obs = pool.start(slots, set(slots) if chunked else set())
+    results: dict[int, TrialOutcome] = {}
+    policy_seconds = 0.0
+    for step in range(max_steps + 1):
+        running = [s for s in slots if trials[s].index not in results]
+        if not running:
+            break
+        if step == max_steps:
+            raise R2S2RError(f"lab did not end trials {[trials[s].index for s in running]} within {max_steps} steps")
+        if chunked:
+            need = [s for s in running if not queues[s]]
+            if need:
+                t0 = time.perf_counter()
+                chunk = _predict(
+                    policy, [obs[s] for s in need], np.random.default_rng([config.seed, _SALT, wave, step])
+                )
+                policy_seconds += time.perf_counter() - t0
+                for s, actions in zip(need, chunk, strict=True):
+                    queues[s].extend(actions[: policy.execute_steps])
+            actions = {s: queues[s].popleft() for s in running}
+            want = {s for s in running if not queues[s]}
+        else:
+            actions, want = dict.fromkeys(running), set()
+        for s, (o, res) in pool.step(actions, want).items():
+            obs[s] = o
+            if res is not None:
+                results[res.index] = _outcome(res, slots[s], control_dt)
+                if on_trial is not None:
+                    on_trial(results[res.index])
+    return [results[t.index] for t in trials], policy_seconds
+
+
+def _predict(policy, obs: list[dict[str, np.ndarray]], rng: np.random.Generator) -> np.ndarray:
+    batch = {c: np.stack([o[c] for o in obs]) for c in policy.cameras}
+    batch["proprio"] = np.stack([o["proprio"] for o in obs]).astype(np.float32)
+    chunk = np.asarray(policy.predict_chunk(batch, rng))
+    expected = (len(obs), policy.action_horizon, 27)
+    if chunk.shape != expected:
+        raise R2S2RError(f"policy {policy!r}: predict_chunk returned shape {chunk.shape}, expected {expected}")
+    return chunk
+
+
+def evaluate(
+    policy: Policy,
+    lab: int,
+    config: EvalConfig = EvalConfig(),
+    out: Path | None = None,
+    name: str | None = None,
+    on_trial: Callable[[TrialOutcome], None] | None = None,
+) -> EvalResults:
+    """Evaluate ``policy`` on lab twin ``lab``'s trial list under ``config``.
+
+    ``name`` identifies the policy in the results (default: its class name); with ``out``, finished
+    waves are kept in ``out/waves`` and reused by a rerun with the same settings, and videos go to
+    ``out/videos``. ``on_trial`` is called with each outcome as it finishes (also for reused ones).
+    """
+    chunked = policy_kind(policy) == "chunk"
+    name = name or type(policy).__name__
+    trials = make_trials(lab, config.plan)
+    cell = CellConfig(image_size=policy.image_size, cameras=tuple(policy.cameras), max_duration=config.max_duration)
+    control_dt = cell.control.control_dt
+    max_steps = math.ceil(config.max_duration / control_dt + 1e-9) + 1
+    key = _wave_key(name, trials, config)
+    waves = [list(trials.trials[i : i + config.batch]) for i in range(0, len(trials), config.batch)]
+    video_dir = out / VIDEOS_DIR if out is not None and config.videos else None
+    t_start = time.perf_counter()
+    outcomes: list[TrialOutcome] = []
+    policy_seconds = 0.0
+    pool: LabPool | None = None
+    try:
+        for w, wave in enumerate(waves):
+            done = _load_wave(out, w, key, wave) if out is not None else None
+            if done is None:
+                if pool is None:
+                    trial_policy = None if chunked else policy
+                    pool = LabPool(lab, cell, config.batch, config.workers, trial_policy, config.seed, video_dir)
+                done, secs = _run_wave(pool, policy, chunked, w, wave, config, max_steps, on_trial, control_dt)
+                policy_seconds += secs
+                if out is not None:
+                    atomic.write_json(
+                        out / WAVES_DIR / f"wave_{w:03d}.json",
+                        {"key": key, "outcomes": [dataclasses.asdict(o) for o in done]},
+                    )
+            elif on_trial is not None:
+                for o in done:
+                    on_trial(o)
+            outcomes.extend(done)
+    finally:
+        if pool is not None:
+            pool.close()
+    timing = {
+        "wall_seconds": time.perf_counter() - t_start,
+        "lab_seconds": sum(o.lab_seconds for o in outcomes),
+        "policy_seconds": policy_seconds + sum(o.policy_seconds for o in outcomes),
+        "workers": float(max(1, min(config.workers, config.batch))),
+    }
+    settings = {**config.settings(), "workers": config.workers, "videos": config.videos}
+    return EvalResults(name, lab, settings, trials, tuple(outcomes), timing)
+
+
+def _load_wave(out: Path, w: int, key: str, wave: list[Trial]) -> list[TrialOutcome] | None:
+    path = out / WAVES_DIR / f"wave_{w:03d}.json"
+    if not path.is_file():
+        return None
+    try:
+        obj = json.loads(path.read_text())
+        outcomes = [TrialOutcome(**o) for o in obj["outcomes"]]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ConfigError(f"{path}: unreadable finished wave ({e}); delete it to rerun that wave") from e
+    if obj.get("key") != key:
+        raise ConfigError(
+            f"{out}: holds an evaluation with other settings (policy, lab, trials, seed, batch or max duration); "
+            "use another --out or delete its waves/"
+        )
+    if [o.index for o in outcomes] != [t.index for t in wave]:
+        raise ConfigError(f"{path}: expected outcomes of trials {[t.index for t in wave]}")
+    return outcomes
