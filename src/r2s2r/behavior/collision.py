@@ -23,7 +23,7 @@ from r2s2r.errors import ConfigError
 from r2s2r.geometry import split_T
 from r2s2r.world.scene import arm_joint_names, hand_joint_names
 
-ALLOWANCES = ("hand_object", "hand_belt")  # contacts a grasp makes on purpose
+ALLOWANCES = ("hand_object", "hand_belt", "object_belt")  # contacts a grasp makes on purpose
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,14 @@ class CellCollision:
         for g in self.hand_geoms | self.link_geoms | {self.object_geom}:
             m.geom_margin[g] = config.margin
         self._park = np.array([-0.8, 0.0, -1.0, 1.0, 0.0, 0.0, 0.0])  # under the floor: out of every check
-        self._is_hand = np.zeros(m.ngeom, bool)
-        self._is_hand[list(self.hand_geoms)] = True
+
+        def mask(ids) -> np.ndarray:
+            out = np.zeros(m.ngeom, bool)
+            out[list(ids)] = True
+            return out
+
+        hand, obj, belt = mask(self.hand_geoms), mask([self.object_geom]), mask([self.belt_geom])
+        self._allowances = {"hand_object": (hand, obj), "hand_belt": (hand, belt), "object_belt": (obj, belt)}
 
     # --- state ------------------------------------------------------------------------------
     def _set(self, q_arm, q_hand, object_pose, held) -> None:
@@ -118,7 +124,8 @@ class CellCollision:
 
         ``object_pose``: T_world_object of the object where it lies (an obstacle); ``held``:
         T_hand_object of an object held in the hand (it moves with the hand); neither: the
-        object is left out. ``allow``: contacts made on purpose (``hand_object``, ``hand_belt``).
+        object is left out. ``allow``: contacts made on purpose (``hand_object``, ``hand_belt``,
+        ``object_belt``: a held object leaving the belt).
         """
         m = self.model
         pairs, dists, keep = self._check(q_arm, q_hand, object_pose, held, allow)
@@ -141,12 +148,9 @@ class CellCollision:
         n = d.ncon
         pairs = d.contact.geom[:n]
         keep = d.contact.dist[:n] < self.config.margin
-        for token, other in (("hand_object", og), ("hand_belt", self.belt_geom)):
+        for token, (x, y) in self._allowances.items():
             if token in allow:
-                touch = ((pairs[:, 0] == other) & self._is_hand[pairs[:, 1]]) | (
-                    (pairs[:, 1] == other) & self._is_hand[pairs[:, 0]]
-                )
-                keep &= ~touch
+                keep &= ~((x[pairs[:, 0]] & y[pairs[:, 1]]) | (x[pairs[:, 1]] & y[pairs[:, 0]]))
         return pairs, d.contact.dist[:n], keep
 
     def free(self, q_arm, q_hand=None, object_pose=None, held=None, allow=()) -> bool:

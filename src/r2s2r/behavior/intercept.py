@@ -102,7 +102,7 @@ def grasp_track(motion: BeltMotion, T_object_hand: np.ndarray, t_grasp: float, t
             k, s = 0, 0.0
         elif t <= t_lift + 1e-9:  # follow the object while closing
             centre, back = motion.pose(t)[:3, 3], 0.0
-            k, s = 1, float(min_jerk((t - t_grasp) / timing.close))
+            k, s = 1, min(float(min_jerk((t - t_grasp) / timing.close)), 1.0)
         else:  # lift, slowing to a stop
             x = (t - t_lift) / timing.lift
             slow = x * timing.lift - timing.lift * _ramp_integral(np.array(x)) if x <= 1 else timing.lift / 2

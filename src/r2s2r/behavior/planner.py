@@ -34,7 +34,7 @@ from r2s2r.behavior.grasps import Grasp, GraspConfig, GraspSampler
 from r2s2r.behavior.ik import ArmIK, IKConfig
 from r2s2r.behavior.intercept import BeltMotion, GraspTiming, GraspTrack, grasp_track
 from r2s2r.behavior.rrt import RRTConfig, Trajectory, rrt_connect, shortcut, time_parameterize
-from r2s2r.errors import ConfigError
+from r2s2r.errors import ConfigError, PlanningFailed
 from r2s2r.geometry import axis_angle_quat, inv_T, make_T, min_jerk, quat_to_mat
 from r2s2r.world import rizon
 from r2s2r.world.cell import SimCell
@@ -108,8 +108,6 @@ class _Failures:
             self.stage, self.detail = i, detail
 
     def raise_(self):
-        from r2s2r.generate.rollout import PlanningFailed  # a later stage's type, imported at failure
-
         raise PlanningFailed(STAGES[max(self.stage, 0)], self.detail)
 
 
@@ -255,7 +253,7 @@ class MotionPlanner:
             if k < 2:
                 ok = checker.free(q, hand, object_pose=motion.pose(t), allow=("hand_object", "hand_belt"))
             else:
-                ok = checker.free(q, hand, held=held, allow=("hand_belt",))
+                ok = checker.free(q, hand, held=held, allow=("hand_belt", "object_belt"))
             if not ok:
                 return False
         return True
