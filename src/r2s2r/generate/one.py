@@ -29,9 +29,16 @@ def _teleop(inputs: BehaviorInputs) -> Behavior:
     return SimTeleop()
 
 
+def _planner(inputs: BehaviorInputs) -> Behavior:
+    from r2s2r.behavior.planner import MotionPlanner
+
+    return MotionPlanner()
+
+
 # Factories are module-level functions: worker processes and Ray actors receive them pickled.
 BEHAVIORS: dict[str, Callable[[BehaviorInputs], Behavior]] = {
     "teleop": _teleop,  # the human motion model in the simulator (a reference, not a study behaviour)
+    "planner": _planner,  # ungrounded behaviour: grasp sampler + motion planner
 }
 
 

@@ -222,11 +222,10 @@ def _add_bins(spec: mujoco.MjSpec, params: WorldParams) -> None:
         )
 
 
-def _add_object(spec: mujoco.MjSpec, params: WorldParams, name: str) -> None:
+def object_geom(name: str) -> dict:
+    """Collision geometry of a catalog object in its body frame (origin at its centre, z up as it
+    rests): ``type``, ``size`` and ``quat`` keyword arguments for ``MjsBody.add_geom``."""
     cat = CATALOG[name]
-    phys = params.object(name)
-    body = spec.worldbody.add_body(name="object", pos=[0.0, 0.0, 0.0])
-    body.add_freejoint(name="object_free")
     shape = {
         "box": _GEOM.mjGEOM_BOX,
         "cylinder": _GEOM.mjGEOM_CYLINDER,
@@ -236,11 +235,17 @@ def _add_object(spec: mujoco.MjSpec, params: WorldParams, name: str) -> None:
     }[cat.shape]
     size = list(cat.size) + [0.0] * (3 - len(cat.size))
     quat = [0.7071068, 0, 0.7071068, 0] if cat.shape == "capsule" else [1, 0, 0, 0]  # capsules lie down
+    return {"type": shape, "size": size, "quat": quat}
+
+
+def _add_object(spec: mujoco.MjSpec, params: WorldParams, name: str) -> None:
+    cat = CATALOG[name]
+    phys = params.object(name)
+    body = spec.worldbody.add_body(name="object", pos=[0.0, 0.0, 0.0])
+    body.add_freejoint(name="object_free")
     body.add_geom(
         name="object",
-        type=shape,
-        size=size,
-        quat=quat,
+        **object_geom(name),
         mass=phys.mass,
         rgba=list(COLOR_RGBA[cat.color]),
         friction=[phys.friction, 0.01, 0.0005],

@@ -1,0 +1,346 @@
+"""Ungrounded behaviour: a grasp sampler and a motion planner pick the object off the moving belt.
+
+``MotionPlanner`` (provenance ``behavior=planner``) plans a whole episode at its first step from
+the simulator's state (object pose, belt speed: a simulated world is open to it), without any
+human motion reference:
+
+1. grasps: ``GraspSampler`` proposals for the object, turned about the object's symmetry axis
+   toward the arm (fingers pointing away from the base), best score first;
+2. interception: for each grasp, the earliest grasp time on a grid whose pre-grasp the arm reaches
+   in time (collision-checked IK, RRT-Connect from the start), whose grasp track (``grasp_track``)
+   has an IK solution at every control step within the joint speed limits, and is free of
+   collisions (hand-object and hand-belt contacts allowed while grasping);
+3. carry: RRT-Connect (with shortcutting) to a release pose over the bin of the object's colour,
+   with the object in the hand checked against the cell; release by opening the hand.
+
+Joint paths are timed under the arm's velocity and acceleration limits (fast and direct). The
+commands are joint targets: a target reaches the servo at the end of its control period, so the
+command of step k is the planned configuration at t_{k+1}, plus a velocity feed-forward
+``(kv + damping) / kp * qdot`` that cancels the position servo's lag (the gains of the simulated
+arm). Failures raise ``PlanningFailed`` with the furthest stage reached: ``no_grasp``,
+``unreachable``, ``too_late``, ``collision``, ``no_carry_path``, ``release_unreachable``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from r2s2r.behavior.collision import CellCollision, CollisionConfig, collision_free_ik
+from r2s2r.behavior.grasps import Grasp, GraspConfig, GraspSampler
+from r2s2r.behavior.ik import ArmIK, IKConfig
+from r2s2r.behavior.intercept import BeltMotion, GraspTiming, GraspTrack, grasp_track
+from r2s2r.behavior.rrt import RRTConfig, Trajectory, rrt_connect, shortcut, time_parameterize
+from r2s2r.errors import ConfigError, PlanningFailed
+from r2s2r.geometry import axis_angle_quat, inv_T, make_T, min_jerk, quat_to_mat
+from r2s2r.world import rizon
+from r2s2r.world.cell import SimCell
+from r2s2r.world.conditions import Condition
+from r2s2r.world.hand import hand_grasp_pose, hand_open_pose
+
+STAGES = ("no_grasp", "unreachable", "too_late", "collision", "no_carry_path", "release_unreachable")
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    grasps: GraspConfig = GraspConfig()
+    timing: GraspTiming = GraspTiming()
+    rrt: RRTConfig = RRTConfig()
+    collision: CollisionConfig = CollisionConfig()
+    ik: IKConfig = IKConfig(max_iters=80)
+    speed_fraction: float = 0.7  # of the rated joint speeds (rizon.VELOCITY_LIMIT)
+    accel_limit: tuple[float, ...] = (6.0, 6.0, 8.0, 8.0, 12.0, 12.0, 12.0)  # rad/s^2
+    max_grasps: int = 6  # grasp candidates tried, best first
+    grasp_times: float = 0.2  # s between candidate grasp times
+    approach_slack: float = 0.1  # s of the approach trajectory kept in hand before the pre-grasp
+    belt_margin: float = 0.12  # m: the grasp must end this far before the belt's downstream end
+    ik_restarts: int = 2
+    release_clearance: float = 0.07  # object centre this far above the bin rim at release, m
+    release_yaws: int = 12  # hand turns about the vertical tried for the release
+    release_time: float = 0.4  # s to open the hand
+    feedforward: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.speed_fraction <= 1:
+            raise ConfigError(f"planner.speed_fraction: expected (0, 1], got {self.speed_fraction}")
+        if len(self.accel_limit) != 7 or min(self.accel_limit) <= 0:
+            raise ConfigError(f"planner.accel_limit: expected 7 positive values, got {self.accel_limit}")
+        if self.max_grasps < 1 or self.grasp_times <= 0 or self.release_yaws < 1:
+            raise ConfigError("planner: max_grasps >= 1, grasp_times > 0 and release_yaws >= 1 expected")
+
+
+@dataclass(frozen=True, eq=False)
+class PlannedEpisode:
+    """A planned episode: 27-D commands per control step and their ``datagen_info``."""
+
+    commands: np.ndarray  # (n, 27)
+    frames: dict[str, Any]  # per-step arrays: target_pose (n,4,4), gripper_action (n,), subtask signals
+    grasp: Grasp
+    t_grasp: float
+    phases: dict[str, float] = field(default_factory=dict)  # phase start times, s
+
+    def act(self, cell: SimCell, step: int) -> np.ndarray | None:
+        return self.commands[step] if step < len(self.commands) else None
+
+    def info(self, step: int) -> dict[str, Any]:
+        k = min(step, len(self.commands) - 1)
+        f = self.frames
+        return {
+            "target_pose": f["target_pose"][k],
+            "gripper_action": f["gripper_action"][k],
+            "subtask_term_signals": {name: v[k] for name, v in f["subtask_term_signals"].items()},
+        }
+
+
+class _Failures:
+    """The furthest planning stage reached, for the failure reason."""
+
+    def __init__(self) -> None:
+        self.stage = -1
+        self.detail = ""
+
+    def note(self, reason: str, detail: str = "") -> None:
+        i = STAGES.index(reason)
+        if i > self.stage:
+            self.stage, self.detail = i, detail
+
+    def raise_(self):
+        raise PlanningFailed(STAGES[max(self.stage, 0)], self.detail)
+
+
+class MotionPlanner:
+    """The planner behaviour. Keeps grasps per object and models per compiled cell."""
+
+    name = "planner"
+
+    def __init__(self, config: PlannerConfig = PlannerConfig()) -> None:
+        self.config = config
+        self.sampler = GraspSampler(config.grasps)
+        self._checkers: dict[int, tuple[Any, CellCollision]] = {}
+        self._iks: dict[Any, ArmIK] = {}
+        c = config
+        self.vmax = np.asarray(rizon.VELOCITY_LIMIT) * c.speed_fraction
+        self.amax = np.asarray(c.accel_limit)
+        self.lo = rizon.JOINT_RANGE[:, 0] + 0.02
+        self.hi = rizon.JOINT_RANGE[:, 1] - 0.02
+
+    # --- models ------------------------------------------------------------------------------
+    def _checker(self, cell: SimCell) -> CellCollision:
+        m = cell.engine.model
+        hit = self._checkers.get(id(m))
+        if hit is None or hit[0] is not m:
+            hit = self._checkers[id(m)] = (m, CellCollision(m, cell.engine.data, self.config.collision))
+        checker = hit[1]
+        checker.data.qpos[:] = cell.engine.data.qpos  # the other arm and the belt as they are now
+        return checker
+
+    def _ik(self, cell: SimCell) -> ArmIK:
+        arm = cell.params.right_arm
+        if arm not in self._iks:
+            self._iks[arm] = ArmIK.from_kinematics(arm, None, self.config.ik)
+        return self._iks[arm]
+
+    # --- planning ----------------------------------------------------------------------------
+    def candidates(self, object_name: str, T_world_object: np.ndarray, base_pos: np.ndarray) -> list[Grasp]:
+        """Grasps to try, best first: each proposal turned about the object's symmetry axis to the
+        equivalent closest to fingers pointing away from the arm's base."""
+        c = self.config
+        away = T_world_object[:2, 3] - base_pos[:2]
+        away_yaw = math.atan2(away[1], away[0])
+        out = []
+        for g in self.sampler.grasps(object_name):
+            best, best_dev = None, math.inf
+            for angle in g.equivalent_angles(math.radians(5.0)):
+                x = (T_world_object @ g.about_z(angle).T_object_hand)[:3, 0]
+                dev = abs((math.atan2(x[1], x[0]) - away_yaw + math.pi) % (2 * math.pi) - math.pi)
+                if np.hypot(x[0], x[1]) > 1e-6 and dev < best_dev:
+                    best, best_dev = g.about_z(angle), dev
+            out.append(best if best is not None else g)
+            if len(out) >= c.max_grasps:
+                break
+        return out
+
+    def plan(self, cell: SimCell, condition: Condition, rng: np.random.Generator) -> PlannedEpisode:
+        c = self.config
+        dt = cell.config.control.control_dt
+        eng = cell.engine
+        checker, ik = self._checker(cell), self._ik(cell)
+        base = cell.params.right_arm.base
+        T_world_base = make_T(base.pos, base.quat)
+        T_base_world = inv_T(T_world_base)
+        motion = BeltMotion.from_cell(cell)
+        q0 = eng.joint_positions("right")[:7]
+        fails = _Failures()
+        grasps = self.candidates(eng.object_name, motion.T0, np.asarray(base.pos))
+        if not grasps:
+            fails.note("no_grasp", eng.object_name)
+            fails.raise_()
+        t_latest = motion.end_time - c.belt_margin / max(np.linalg.norm(motion.velocity), 1e-6)
+        found = None
+        for grasp in grasps:
+            found = self._intercept(grasp, motion, q0, cell.time, t_latest, dt, checker, ik, T_base_world, rng, fails)
+            if found is not None:
+                break
+        if found is None:
+            fails.raise_()
+        grasp, t_grasp, approach, t_start, track, q_track = found
+        carry, q_release = self._carry(grasp, motion, track, q_track[-1], cell, checker, ik, T_base_world, rng, fails)
+        return self._assemble(cell, grasp, t_grasp, approach, t_start, track, q_track, carry, ik, T_world_base)
+
+    def _intercept(self, grasp, motion, q0, t_now, t_latest, dt, checker, ik, T_base_world, rng, fails):
+        c, tm = self.config, self.config.timing
+        hand_pre = hand_grasp_pose(grasp.kind, 0.0)
+        seeds = [q0]
+        t_grasp = t_now + tm.descend + dt * math.ceil(0.4 / dt)
+        while t_grasp + tm.close + tm.lift <= t_latest:
+            t_grasp = round(t_grasp / dt) * dt  # grasps start on the control grid
+            track = grasp_track(motion, grasp.T_object_hand, t_grasp, tm, dt)
+            t_pre = track.times[0]
+            pre = collision_free_ik(
+                ik, checker, T_base_world @ track.poses[0], seeds, rng, c.ik_restarts,
+                q_hand=hand_pre, object_pose=motion.pose(t_pre),
+            )
+            if pre is None:
+                fails.note("unreachable", f"pre-grasp at t={t_pre:.1f} s")
+                t_grasp += c.grasp_times
+                continue
+            seeds = [pre.q, q0]
+
+            def motion_free(a, b, _T=motion.pose(t_pre)):
+                return checker.motion_free(a, b, q_hand=hand_pre, object_pose=_T)
+
+            path = rrt_connect(q0, pre.q, motion_free, self.lo, self.hi, rng, c.rrt)
+            if path is None:
+                fails.note("unreachable", "no approach path")
+                t_grasp += c.grasp_times
+                continue
+            approach = time_parameterize(shortcut(path, motion_free, rng, c.rrt.shortcut_tries), self.vmax, self.amax)
+            t_start = t_pre - approach.duration - c.approach_slack
+            if t_start < t_now:
+                fails.note("too_late", f"approach needs {approach.duration:.2f} s")
+                t_grasp += max(c.grasp_times, t_now - t_start - 1e-9)
+                continue
+            q_track = self._follow(track, pre.q, ik, T_base_world, dt)
+            if q_track is None:
+                fails.note("unreachable", f"grasp track at t={t_grasp:.1f} s")
+                t_grasp += c.grasp_times
+                continue
+            if not self._track_free(track, q_track, grasp, motion, checker):
+                fails.note("collision", f"grasp track at t={t_grasp:.1f} s")
+                t_grasp += c.grasp_times
+                continue
+            return grasp, t_grasp, approach, t_start, track, q_track
+        return None
+
+    def _follow(self, track: GraspTrack, q_pre, ik: ArmIK, T_base_world, dt) -> np.ndarray | None:
+        """IK at every pose of the track (warm-started), within the joint speed limits."""
+        qs, q = [q_pre], q_pre
+        for T in track.poses[1:]:
+            res = ik.solve(T_base_world @ T, q)
+            if not res.ok or np.any(np.abs(res.q - q) > self.vmax * dt):
+                return None
+            q = res.q
+            qs.append(q)
+        return np.asarray(qs)
+
+    def _track_free(self, track, q_track, grasp, motion, checker) -> bool:
+        held = inv_T(grasp.T_object_hand)
+        for t, q, s, k in zip(track.times, q_track, track.closure, track.phase, strict=True):
+            hand = hand_grasp_pose(grasp.kind, float(s))
+            if k < 2:
+                ok = checker.free(q, hand, object_pose=motion.pose(t), allow=("hand_object", "hand_belt"))
+            else:
+                ok = checker.free(q, hand, held=held, allow=("hand_belt", "object_belt"))
+            if not ok:
+                return False
+        return True
+
+    def _carry(self, grasp, motion, track, q_lift, cell, checker, ik, T_base_world, rng, fails):
+        """Timed path from the end of the lift to a release pose over the bin of the object's colour."""
+        c = self.config
+        held = inv_T(grasp.T_object_hand)
+        hand = hand_grasp_pose(grasp.kind, 1.0)
+        b = cell.params.bin(cell.condition.color)
+        T_world_bin = make_T(b.pose.pos, b.pose.quat)
+        T_obj_lift = track.poses[-1] @ held
+        best = None
+        for k in range(c.release_yaws):
+            yaw = 2 * math.pi * k / c.release_yaws
+            T_obj = np.eye(4)
+            T_obj[:3, :3] = quat_to_mat(axis_angle_quat((0, 0, 1), yaw)) @ T_obj_lift[:3, :3]
+            T_obj[:3, 3] = (T_world_bin @ [0.0, 0.0, b.size[2] + c.release_clearance, 1.0])[:3]
+            res = ik.solve(T_base_world @ (T_obj @ grasp.T_object_hand), q_lift)
+            if res.ok and checker.free(res.q, hand, held=held):
+                cost = float(np.max(np.abs(res.q - q_lift) / self.vmax))
+                if best is None or cost < best[0]:
+                    best = (cost, res.q)
+        if best is None:
+            fails.note("release_unreachable", f"{cell.condition.color} bin")
+            fails.raise_()
+
+        def motion_free(a, b_):
+            return checker.motion_free(a, b_, q_hand=hand, held=held)
+
+        path = rrt_connect(q_lift, best[1], motion_free, self.lo, self.hi, rng, c.rrt)
+        if path is None:
+            fails.note("no_carry_path")
+            fails.raise_()
+        path = shortcut(path, motion_free, rng, c.rrt.shortcut_tries)
+        return time_parameterize(path, self.vmax, self.amax), best[1]
+
+    def _assemble(self, cell, grasp, t_grasp, approach: Trajectory, t_start, track, q_track, carry, ik, T_world_base):
+        """Commands and per-step info on the control grid."""
+        c = self.config
+        dt = cell.config.control.control_dt
+        t_pre, t_lift_end = float(track.times[0]), float(track.times[-1])
+        t_carry_end = t_lift_end + carry.duration
+        t_open_end = t_carry_end + c.release_time
+        n = int(math.ceil(t_open_end / dt)) + 1
+        arm = cell.params.right_arm
+        tau = (np.asarray(arm.kv) + np.asarray(arm.damping)) / np.asarray(arm.kp) if c.feedforward else np.zeros(7)
+        open_, pre = hand_open_pose(), hand_grasp_pose(grasp.kind, 0.0)
+        closed = hand_grasp_pose(grasp.kind, 1.0)
+
+        def q_at(t: float) -> np.ndarray:
+            if t < t_pre:
+                return approach.sample(t - t_start)
+            if t <= t_lift_end:
+                x = (t - t_pre) / dt
+                i = min(int(x), len(q_track) - 2)
+                return q_track[i] + (x - i) * (q_track[i + 1] - q_track[i])
+            return carry.sample(t - t_lift_end)
+
+        def hand_at(t: float) -> tuple[np.ndarray, float]:
+            if t < t_pre:
+                s = float(min_jerk((t - t_start) / max(approach.duration, dt)))
+                return open_ + s * (pre - open_), 0.0
+            if t <= t_lift_end:
+                s = float(np.interp(t, track.times, track.closure))
+                return hand_grasp_pose(grasp.kind, s), s
+            if t <= t_carry_end:
+                return closed, 1.0
+            s = float(min_jerk((t - t_carry_end) / c.release_time))
+            return closed + s * (open_ - closed), 1.0 - s
+
+        times = dt * (np.arange(n) + 1)  # command k is reached at t_{k+1}
+        q = np.array([q_at(t) for t in times])
+        qd = np.gradient(np.array([q_at(t) for t in np.r_[0.0, times]]), dt, axis=0)[1:]
+        arm_cmd = np.clip(q + tau * qd, self.lo, self.hi)
+        hands = [hand_at(t) for t in times]
+        commands = np.concatenate([arm_cmd, np.array([h for h, _ in hands])], axis=1)
+        target = np.array([T_world_base @ ik.forward(qk) for qk in q])
+        t_closed = t_grasp + c.timing.close
+        frames = {
+            "target_pose": target,
+            "gripper_action": np.array([s for _, s in hands], dtype=np.float32),
+            "subtask_term_signals": {
+                "grasp": (times >= t_closed).astype(np.int8),
+                "release": (times >= t_open_end).astype(np.int8),
+            },
+        }
+        phases = {"approach": t_start, "descend": t_pre, "close": t_grasp, "lift": t_closed, "carry": t_lift_end,
+                  "release": t_carry_end, "end": t_open_end}
+        return PlannedEpisode(commands, frames, grasp, t_grasp, phases)
