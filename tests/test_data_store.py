@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import h5py
@@ -52,10 +53,14 @@ def assert_same_episode(got: Episode, want: Episode) -> None:
         assert g[name].dtype == w[name].dtype, name
         assert np.array_equal(g[name], w[name]), name
     assert_same_tree(dict(got.datagen_info), dict(want.datagen_info))
+    assert_same_tree(dict(got.extras), dict(want.extras))
 
 
 def test_round_trip_is_lossless_across_shards(tmp_path):
-    episodes = [make(k) for k in range(8)] + [make(8, source="real", datagen=False)]
+    real = make(8, source="real", datagen=False)
+    stereo = np.random.default_rng(8).integers(0, 256, (2, 48, 64, 3), dtype=np.uint8)  # per-episode arrays
+    real = dataclasses.replace(real, extras={"head_left_full": stereo[0], "head_right_full": stereo[1]})
+    episodes = [make(k) for k in range(8)] + [real]
     write(tmp_path / "ds", episodes, shard_episodes=3)
     with Dataset(tmp_path / "ds") as ds:
         assert len(ds) == 9
@@ -67,7 +72,8 @@ def test_round_trip_is_lossless_across_shards(tmp_path):
         for i, got in enumerate(ds.episodes()):
             assert_same_episode(got, episodes[i])
             assert ds.provenance(i) == episodes[i].provenance
-        assert ds.episode(8).datagen_info == {}
+        assert ds.episode(8).datagen_info == {} and ds.episode(0).extras == {}
+        assert ds.episode(8).extras["head_right_full"].shape == (48, 64, 3)
         assert ds.features["obs/proprio"] == Feature("obs/proprio", (27,), "float32", "rad")
     check_dataset(tmp_path / "ds")
 
@@ -191,6 +197,14 @@ def _with(ep: Episode, **changes) -> Episode:
         (
             lambda e: Episode(e.obs, e.actions, e.states, e.provenance, {"eef_pose": np.zeros((2, 4, 4))}),
             "datagen_info/eef_pose: expected a per-frame array",
+        ),
+        (
+            lambda e: Episode(e.obs, e.actions, e.states, e.provenance, extras={"bad key": np.zeros(3)}),
+            "extras: key 'bad key'",
+        ),
+        (
+            lambda e: Episode(e.obs, e.actions, e.states, e.provenance, extras={"note": "text"}),
+            "extras/note: expected a numeric/bool numpy array",
         ),
     ],
 )

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from r2s2r.behavior.demos import DemoConfig, collect_demos
+from r2s2r.behavior.demos import STEREO_EXTRAS, DemoConfig, collect_demos
 from r2s2r.data import Dataset, check_dataset
 from r2s2r.lab.twin import LabTwin
 from r2s2r.world import rizon
@@ -84,6 +84,9 @@ def test_collection_resumes_and_parallel_workers_give_the_same_dataset(tmp_path)
             assert ea.provenance == eb.provenance
             np.testing.assert_array_equal(ea.actions, eb.actions)
             np.testing.assert_array_equal(ea.obs["head_left"], eb.obs["head_left"])
+            for key in STEREO_EXTRAS.values():  # the first-frame stereo pair, at full resolution
+                assert ea.extras[key].shape == (480, 640, 3)
+                np.testing.assert_array_equal(ea.extras[key], eb.extras[key])
 
 
 def test_bad_demo_config_is_rejected():

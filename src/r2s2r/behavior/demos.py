@@ -5,6 +5,9 @@ from ``(s, k)`` only, so a collection is reproducible and resumes without loss o
 the dataset stores successful attempts under key ``k``, and a rerun continues after the last one.
 Demonstrations only use nominal conditions. Episodes pair the observation at step t with the
 action sent at step t; for real data ``states`` is the proprioception (no simulator state exists).
+Each demonstration also keeps its first frame's full-resolution head stereo pair as episode extras
+(``STEREO_EXTRAS``: the head cameras' frames captured right after the reset, before any action), for
+estimating the object's initial pose from images.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ from r2s2r.lab.real_cell import RealCell
 from r2s2r.world.cell import CellConfig
 from r2s2r.world.conditions import sample_condition
 from r2s2r.world.params import WorldParams
+
+HEAD_STEREO = ("head_left", "head_right")
+STEREO_EXTRAS = {cam: f"{cam}_full" for cam in HEAD_STEREO}  # camera -> extras key
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,7 @@ def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attem
     cond = sample_condition("nominal", rng)
     trial_seed = int(rng.integers(2**31))
     obs = lab.reset(cond, seed=trial_seed)
+    stereo = {key: lab.capture(cam) for cam, key in STEREO_EXTRAS.items()}
     operator.start(lab.read_encoders("right")[:7], rng)
     frames: dict[str, list[np.ndarray]] = {k: [] for k in obs}
     actions = []
@@ -96,6 +103,7 @@ def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attem
             condition=dataclasses.asdict(cond),
             key=key,
         ),
+        extras=stereo,
     )
     return Attempt(key, True, None, len(actions), episode)
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 
 from r2s2r.errors import ConfigError, R2S2RError
 from r2s2r.geometry import inv_T, make_T
 from r2s2r.lab.real_cell import RealCell
+from r2s2r.segmentation import belt_mask, color_mask, largest_blob
 from r2s2r.world.objects import CATALOG
 from r2s2r.world.params import CameraParams, WorldParams
 
@@ -76,34 +76,10 @@ class BeltSpeed:
         return {"belt_speed_scale": self.speed_scale, "belt_fit_rmse_mm": self.fit_rmse_mm}
 
 
-def _belt_mask(camera: CameraParams, T_base_conveyor: np.ndarray, length: float, width: float) -> np.ndarray:
-    """Image mask (H, W) uint8 of the belt top, from the conveyor pose and the camera."""
-    lens = camera.lens
-    T_cam_conv = inv_T(make_T(camera.pose.pos, camera.pose.quat)) @ T_base_conveyor
-    xs = np.linspace(-length / 2, length / 2, 25)
-    edge = [(x, -width / 2) for x in xs] + [(x, width / 2) for x in xs[::-1]]
-    pts = (T_cam_conv @ np.array([[x, y, 0.0, 1.0] for x, y in edge]).T)[:3].T
-    px = lens.project(pts)
-    mask = np.zeros((lens.height, lens.width), np.uint8)
-    px = px[np.all(np.isfinite(px), axis=1)]
-    if len(px) >= 3:
-        cv2.fillPoly(mask, [np.round(px).astype(np.int32)], 255)
-    return mask
-
-
 def _blob(image: np.ndarray, color: str, mask: np.ndarray, min_px: int) -> tuple[float, float] | None:
     """Centroid (u, v) px of the largest blob of ``color`` ("red"/"blue") inside ``mask``."""
-    rgb = image.astype(np.int32)
-    main = rgb[..., 0] if color == "red" else rgb[..., 2]
-    others = np.maximum(rgb[..., 1], rgb[..., 2] if color == "red" else rgb[..., 0])
-    sel = ((main > 40) & (main > 1.8 * others + 10) & (mask > 0)).astype(np.uint8)
-    n, labels, stats, cent = cv2.connectedComponentsWithStats(sel)
-    if n <= 1:
-        return None
-    k = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
-    if stats[k, cv2.CC_STAT_AREA] < min_px:
-        return None
-    return float(cent[k, 0]), float(cent[k, 1])
+    blob = largest_blob(color_mask(image, color, mask), min_px)
+    return None if blob is None else blob[1]
 
 
 def belt_positions(track: BeltTrack, camera: CameraParams, T_base_conveyor: np.ndarray, height: float) -> np.ndarray:
@@ -140,7 +116,7 @@ def measure_belt_speed(
         raise ConfigError(f"belt speed camera {camera.name!r}: expected a fixed camera of the lab {lab.cameras}")
     obj = CATALOG[config.object_name]
     spec = WorldParams.nominal().conveyor
-    mask = _belt_mask(camera, np.asarray(T_base_conveyor, float), spec.length, spec.width)
+    mask = belt_mask(camera, np.asarray(T_base_conveyor, float), spec.length, spec.width)
     lab.set_belt_speed(config.commanded_speed)
     lab.place_object(config.object_name, config.start_x, 0.0, 0.0)
     lab.hold(config.settle)

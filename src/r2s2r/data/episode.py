@@ -19,13 +19,18 @@ _KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
 @dataclass(frozen=True, eq=False)
 class Episode:
     """T frames: ``obs[key]`` (T, ...), ``actions`` (T, A), ``states`` (T, S), optional MimicGen
-    ``datagen_info`` (a nested dict whose leaves are per-frame arrays (T, ...)), and ``provenance``."""
+    ``datagen_info`` (a nested dict whose leaves are per-frame arrays (T, ...)), and ``provenance``.
+
+    ``extras``: per-episode arrays of any shape (not per frame), e.g. a demonstration's first-frame
+    full-resolution head stereo pair ``head_left_full``/``head_right_full`` (H, W, 3) uint8, which
+    perception uses and policies never see. Stored at ``data/demo_<i>/extras/<name>``."""
 
     obs: Mapping[str, np.ndarray]
     actions: np.ndarray
     states: np.ndarray
     provenance: Provenance
     datagen_info: Mapping[str, Any] = field(default_factory=dict)
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def num_samples(self) -> int:
@@ -94,3 +99,10 @@ def check_episode(episode: Episode, features: tuple[Feature, ...]) -> None:
             raise ConfigError(f"{name}: expected a numeric/bool numpy array, got {type(x).__name__}")
         if x.ndim < 1 or len(x) != length:
             raise ConfigError(f"{name}: expected a per-frame array with {length} frames, got shape {x.shape}")
+    if not isinstance(episode.extras, Mapping):
+        raise ConfigError(f"extras: expected a dict of arrays, got {type(episode.extras).__name__}")
+    for k, x in episode.extras.items():
+        if not isinstance(k, str) or not _KEY.match(k):
+            raise ConfigError(f"extras: key {k!r} must be letters, digits, '_', '-' or '.'")
+        if not isinstance(x, np.ndarray) or x.dtype.kind not in "biuf":
+            raise ConfigError(f"extras/{k}: expected a numeric/bool numpy array, got {type(x).__name__}")

@@ -8,6 +8,7 @@ Layout (what MimicGen, robomimic and Isaac Lab Mimic read)::
     data/demo_<i>/states      (T, S)
     data/demo_<i>/obs/<key>   (T, ...)   images chunked (1, H, W, C), gzip level 1
     data/demo_<i>/datagen_info/...       optional, nested groups of (T, ...) arrays
+    data/demo_<i>/extras/<name>          optional per-episode arrays (any shape), gzip level 1
 
 Files carry no timestamps (``track_times=False``), so the same episodes give the same bytes.
 """
@@ -86,6 +87,10 @@ def write_episode(data: h5py.Group, index: int, episode: Episode, features: tupl
         g.create_dataset(f.name, data=arrays[f.name], track_times=False, **kwargs)
     for name, x in datagen_leaves(episode.datagen_info).items():
         g.create_dataset(name, data=x, track_times=False)
+    for name in sorted(episode.extras):
+        x = episode.extras[name]
+        kwargs = dict(compression="gzip", compression_opts=GZIP_LEVEL) if x.size > 1024 else {}
+        g.create_dataset(f"extras/{name}", data=x, track_times=False, **kwargs)
     g.attrs["num_samples"] = np.int64(episode.num_samples)
     g.attrs["provenance"] = episode.provenance.dumps()
 
@@ -99,4 +104,5 @@ def read_episode(group: h5py.Group, features: tuple[Feature, ...], provenance: P
     arrays = {f.name: group[f.name][()] for f in features}
     obs = {f.obs_key: arrays[f.name] for f in features if f.obs_key is not None}
     datagen = _read_tree(group["datagen_info"]) if "datagen_info" in group else {}
-    return Episode(obs, arrays["actions"], arrays["states"], provenance, datagen)
+    extras = _read_tree(group["extras"]) if "extras" in group else {}
+    return Episode(obs, arrays["actions"], arrays["states"], provenance, datagen, extras)

@@ -102,6 +102,9 @@ class LabTwin:
         self.__verdict = Verdict(done=False)
         self.__trial_rng = np.random.default_rng([_SALT, self.seed, int(seed)])
         self.__person_rng = np.random.default_rng([_SALT, self.seed, int(seed), 1])
+        # Captures during a trial draw their sensor noise from the trial's own stream, so a trial's
+        # full-resolution images do not depend on what the lab measured before it.
+        self.__meas_rng = np.random.default_rng([_SALT, self.seed, int(seed), 2])
         # A person misjudges consistently within a trial: ~6 mm, ~0.1 rad, ~8 % belt speed.
         self.__person_bias = np.r_[
             self.__person_rng.normal(0, 0.006, 2),
