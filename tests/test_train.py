@@ -154,7 +154,9 @@ def test_predict_chunk_is_batched_and_determined_by_the_generator(straight):
     assert np.array_equal(a, policy.predict_chunk(obs, np.random.default_rng(7)))
     assert not np.array_equal(a, policy.predict_chunk(obs, np.random.default_rng(8)))
     e = policy.embed(obs)
-    assert e.shape == (5, policy.config.width) and np.array_equal(e[:2], policy.embed({k: v[:2] for k, v in obs.items()}))
+    assert e.shape == (5, policy.config.width) and np.array_equal(
+        e[:2], policy.embed({k: v[:2] for k, v in obs.items()})
+    )
     bad = dict(obs, head_left=obs["head_left"][:, :8])
     with pytest.raises(R2S2RError, match="head_left.*shape"):
         policy.predict_chunk(bad, np.random.default_rng(0))
@@ -171,7 +173,7 @@ def copy_run(src: Path, dst: Path) -> Path:
     return dst
 
 
-def test_corrupt_or_mismatched_checkpoints_raise(straight, tmp_path):
+def test_corrupt_or_mismatched_checkpoints_raise(data, straight, tmp_path):
     out = straight[1]
     run = copy_run(out, tmp_path / "a")
     ckpt = run / "step_00000004"
@@ -210,7 +212,7 @@ def test_corrupt_or_mismatched_checkpoints_raise(straight, tmp_path):
     state = run / "step_00000004" / "train.safetensors"
     state.write_bytes(state.read_bytes()[:100])
     with pytest.raises(R2S2RError, match="train.safetensors: SHA-256 differs"):
-        train(Path(json.loads((run / "step_00000004" / "config.json").read_text())["sources"][0]["path"]), [], run, preset())
+        train(data["real"], [data["sim0"]], run, straight[0])
 
 
 def test_bad_sources_and_names_are_explained(data, tmp_path):

@@ -28,7 +28,19 @@ _LAZY = {
     "resolve_checkpoint": "checkpoint",
 }
 
-__all__ = ["ChunkPolicy", *sorted(_LAZY)]
+__all__ = [
+    "ChunkPolicy",
+    "FlowTransformer",
+    "Normalizer",
+    "Policy",
+    "PolicyConfig",
+    "check_obs",
+    "count_parameters",
+    "load_policy",
+    "read_checkpoint",
+    "resize_images",
+    "resolve_checkpoint",
+]
 
 if TYPE_CHECKING:
     from r2s2r.policy.checkpoint import load_policy, read_checkpoint, resolve_checkpoint

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 
-
 def train_command(
     real: Path,
     out: Path,
@@ -33,12 +32,19 @@ def train_command(
         seed: Run seed (default: the preset's).
         batch_size: Global batch size (default: the preset's).
         device: auto, cpu, cuda or cuda:N (under torchrun each process takes its LOCAL_RANK GPU).
-        threads: torch CPU threads per process (default: the cores available / processes).
+        threads: torch CPU threads per process (default: cores per process minus one, left to the batch loader).
         tensorboard: Also write TensorBoard logs to OUT/tensorboard (needs the tensorboard package).
     """
     import torch
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from r2s2r.errors import ConfigError
     from r2s2r.train.loop import require_tensorboard, train
@@ -53,7 +59,7 @@ def train_command(
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if threads is not None and threads < 1:
         raise ConfigError(f"--threads: expected a positive integer, got {threads}")
-    torch.set_num_threads(threads or max(1, len(os.sched_getaffinity(0)) // world))
+    torch.set_num_threads(threads or max(1, len(os.sched_getaffinity(0)) // world - 1))
     main = int(os.environ.get("RANK", "0")) == 0
     console = Console(stderr=True)
     columns = (

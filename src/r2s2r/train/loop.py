@@ -156,7 +156,9 @@ class _Run:
         self.ema.load_state_dict(ema)
         load_optimizer(self.opt, tensors, groups, ckpt / TENSORS)
         if len(state.rng_states) != self.info.world:
-            raise R2S2RError(f"{ckpt / STATE}: {len(state.rng_states)} generator states for {self.info.world} processes")
+            raise R2S2RError(
+                f"{ckpt / STATE}: {len(state.rng_states)} generator states for {self.info.world} processes"
+            )
         self.rng = restore_rng(state.rng_states[self.info.rank], ckpt / STATE)
         self.state = state
         return stats

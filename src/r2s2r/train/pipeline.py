@@ -75,9 +75,7 @@ class BatchLoader:
 
     def load(self, plan: Plan) -> Batch:
         """The batch of ``plan`` (any thread; the samplers' HDF5 files are only read from one)."""
-        parts = [
-            self.mixture.samplers[name].sample(idx) for name, idx in plan.indices.items() if len(idx)
-        ]
+        parts = [self.mixture.samplers[name].sample(idx) for name, idx in plan.indices.items() if len(idx)]
         images = {}
         for j, cam in enumerate(self.config.cameras):
             frames = np.concatenate([resize_images(p[f"obs/{cam}"], self.config.image_size) for p in parts])
