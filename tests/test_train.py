@@ -266,3 +266,26 @@ def test_cli_trains_and_resumes(data, tmp_path, capsys):
     assert "train.steps: checkpoint 3, now 4" in capsys.readouterr().err
     assert main(["train", "--real", str(data["real"]), "--preset", "cpux", "--out", str(out)]) == 2
     assert "Did you mean 'cpu'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_two_processes_train_with_ddp_and_resume_needs_the_same_world(data, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "r2s2r.cli"]
+    cmd += ["train", "--real", str(data["real"]), "--sim", str(data["sim0"]), "--ratio", "0.5", "--preset", "tiny"]
+    cmd += ["--steps", "3", "--threads", "1", "--device", "cpu", "--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    state = json.loads((out / "step_00000003" / "train_state.json").read_text())
+    assert len(state["rng_states"]) == 2 and state["rng_states"][0] != state["rng_states"][1]
+    assert state["samples"] == {"real": 24, "sim0": 24}  # 2 processes x (4 real + 4 sim) x 3 steps
+    assert json.loads((out / "step_00000003" / "config.json").read_text())["world_size"] == 2
+    policy = load_policy(out)
+    assert np.isfinite(policy.predict_chunk(obs_batch(policy, 2), np.random.default_rng(0))).all()
+    with pytest.raises(R2S2RError, match="world_size: checkpoint 2, now 1"):
+        train(data["real"], [data["sim0"]], out, preset(steps=5, ratio=0.5))
