@@ -33,7 +33,7 @@ from r2s2r.data import DatasetWriter, standard_features, synthetic_episode
 from r2s2r.policy import count_parameters, load_policy
 from r2s2r.train import get_preset, train
 from r2s2r.train.distributed import DistInfo
-from r2s2r.train.loop import _Run
+from r2s2r.train.loop import TrainingRun
 from r2s2r.train.pipeline import BatchLoader
 from r2s2r.train.sources import open_sources
 
@@ -49,7 +49,7 @@ def write(path: Path, episodes: int, frames: int, source: str, seed: int) -> Pat
 def floor_steps_per_s(real: Path, sim: Path, out: Path, preset, steps: int) -> float:
     """Optimiser steps/s of the training step on one batch already in memory."""
     sources = open_sources(real, [sim], preset.policy)
-    run = _Run(sources, out, preset, DistInfo(0, 1, 0), torch.device("cpu"))
+    run = TrainingRun(sources, out, preset, DistInfo(0, 1, 0), torch.device("cpu"))
     with BatchLoader(run.mixture, preset.policy, preset.train.shift_px, run.rng, prefetch=0) as loader:
         batch = loader.next()
     run.model.train()
@@ -120,8 +120,14 @@ def main() -> None:
     table.add_row("pipeline overhead", f"{floor / pipeline - 1:+.1%}", "floor / store - 1")
     table.add_row("seconds per step", f"{bs / pipeline:.3f}", f"{3000 * bs / pipeline / 60:.1f} min per 3000 steps")
     for b, ms in latency.items():
-        table.add_row(f"predict_chunk, batch {b} (ms)", f"{ms:.1f}", f"K={pc.euler_steps} Euler steps, H={pc.action_horizon}")
-    table.add_row("per observation, batch 50 (ms)", f"{latency[50] / 50:.2f}", f"{latency[1] / latency[50] * 50:.1f}x batching gain")
+        table.add_row(
+            f"predict_chunk, batch {b} (ms)", f"{ms:.1f}", f"K={pc.euler_steps} Euler steps, H={pc.action_horizon}"
+        )
+    table.add_row(
+        "per observation, batch 50 (ms)",
+        f"{latency[50] / 50:.2f}",
+        f"{latency[1] / latency[50] * 50:.1f}x batching gain",
+    )
     console.print(table)
     cpu = platform.processor() or platform.machine()
     console.print(f"machine: {platform.platform()}, {cpu}, {os.cpu_count()} CPUs, torch {torch.__version__}")

@@ -19,6 +19,7 @@ _LAZY = {
     "FlowTransformer": "model",
     "Normalizer": "normalize",
     "Policy": "policy",
+    "RecedingHorizon": "horizon",
     "PolicyConfig": "config",
     "check_obs": "policy",
     "count_parameters": "model",
@@ -33,6 +34,7 @@ __all__ = [
     "FlowTransformer",
     "Normalizer",
     "Policy",
+    "RecedingHorizon",
     "PolicyConfig",
     "check_obs",
     "count_parameters",
@@ -45,6 +47,7 @@ __all__ = [
 if TYPE_CHECKING:
     from r2s2r.policy.checkpoint import load_policy, read_checkpoint, resolve_checkpoint
     from r2s2r.policy.config import PolicyConfig
+    from r2s2r.policy.horizon import RecedingHorizon
     from r2s2r.policy.images import resize_images
     from r2s2r.policy.model import FlowTransformer, count_parameters
     from r2s2r.policy.normalize import Normalizer

@@ -108,7 +108,7 @@ def _check_resume(meta: dict[str, Any], want: dict[str, Any], where: Path) -> No
         )
 
 
-class _Run:
+class TrainingRun:
     """One process's training state between steps."""
 
     def __init__(self, sources: Sources, out: Path, preset: Preset, info: distributed.DistInfo, dev: torch.device):
@@ -230,7 +230,7 @@ def train(
     sources = open_sources(real, sims, preset.policy)
     writer = None
     try:
-        run = _Run(sources, out, preset, info, dev)
+        run = TrainingRun(sources, out, preset, info, dev)
         start = run.state.step
         last = stop_at or tc.steps
         if start >= last:
