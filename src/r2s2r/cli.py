@@ -99,32 +99,16 @@ def demos_collect(
         max_attempts: Give up after this many attempts (default 4 N).
     """
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from r2s2r.behavior.demos import DemoConfig, collect_demos
     from r2s2r.lab.twin import LabTwin
+    from r2s2r.progress import progress_bar
     from r2s2r.world.cell import CellConfig
 
     config = DemoConfig(n=n, seed=seed, workers=workers, max_attempts=max_attempts)
     cell = LabTwin(lab, CellConfig(image_size=image_size))
     console = Console(stderr=True)
-    columns = (
-        TextColumn("demos"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console) as bar:
+    with progress_bar("demos", console, field="rate") as bar:
         task = bar.add_task("demos", total=n, rate="")
 
         def show(attempt, demos, attempts):

@@ -37,16 +37,9 @@ def train_command(
     """
     import torch
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from r2s2r.errors import ConfigError
+    from r2s2r.progress import progress_bar
     from r2s2r.train.loop import require_tensorboard, train
     from r2s2r.train.presets import get_preset
 
@@ -62,16 +55,7 @@ def train_command(
     torch.set_num_threads(threads or max(1, len(os.sched_getaffinity(0)) // world - 1))
     main = int(os.environ.get("RANK", "0")) == 0
     console = Console(stderr=True)
-    columns = (
-        TextColumn("train"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, disable=not main) as bar:
+    with progress_bar("train", console, disable=not main) as bar:
         task = bar.add_task("train", total=tc.steps, info="")
 
         def show(step, record):
