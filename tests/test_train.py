@@ -74,23 +74,42 @@ def test_quota_batches_hold_exactly_the_ratio_and_natural_follows_sizes(data):
         ds.close()
 
 
-def test_training_batches_come_from_their_sources_in_quota(data, tmp_path):
+def test_training_batches_come_from_their_sources_in_quota(data):
+    from r2s2r.policy import resize_images
     from r2s2r.train.pipeline import BatchLoader
     from r2s2r.train.sources import open_sources
 
     p = preset(ratio=0.5)
     src = open_sources(data["real"], [data["sim0"]], p.policy)
+    episodes = {n: [ds.episode(i) for i in range(len(ds))] for n, ds in src.datasets.items()}
     mix = Mixture(src.samplers, 0.5, 16)
-    with BatchLoader(mix, p.policy, 1, np.random.default_rng(0), prefetch=2) as loader:
-        for _ in range(5):
-            b = loader.next()
+    cached = BatchLoader(mix, p.policy, 0, np.random.default_rng(0), prefetch=2, cache_bytes=1 << 30)
+    uncached = BatchLoader(mix, p.policy, 0, np.random.default_rng(0), prefetch=0, cache_bytes=0)
+    with cached, uncached:
+        for _ in range(8):
+            b, u = cached.next(), uncached.next()
             assert b.counts == {"real": 8, "sim0": 8}
-            assert all(x.shape == (16, 16, 16, 3) and x.dtype == np.uint8 for x in b.images.values())
-            real_proprio = np.concatenate([src.datasets["real"].episode(i).obs["proprio"] for i in range(3)])
-            sim_proprio = np.concatenate([src.datasets["sim0"].episode(i).obs["proprio"] for i in range(4)])
-            assert all((real_proprio == row).all(1).any() for row in b.proprio[:8])
-            assert all((sim_proprio == row).all(1).any() for row in b.proprio[8:])
+            for k, (name, (e, t)) in enumerate(zip(["real"] * 8 + ["sim0"] * 8, b.frame_index, strict=True)):
+                ep = episodes[name][e]
+                assert np.array_equal(b.proprio[k], ep.obs["proprio"][t])
+                assert np.array_equal(b.actions[k, 0], ep.actions[t])
+                for cam in p.policy.cameras:  # the real data is stored at 24 px: resized to 16
+                    assert np.array_equal(b.images[cam][k], resize_images(ep.obs[cam][t : t + 1], 16)[0])
+            for cam in p.policy.cameras:
+                assert np.array_equal(b.images[cam], u.images[cam])  # the cache changes nothing
+    assert cached.frames.hits > 0 and uncached.frames.hits == 0
     src.close()
+
+
+def test_shifts_translate_frames_with_edge_padding():
+    from r2s2r.train.pipeline import shift_images
+
+    frames = np.random.default_rng(0).integers(0, 256, size=(2, 8, 8, 3), dtype=np.uint8)
+    same = shift_images(frames, np.array([[2, 2], [2, 2]]), 2)
+    assert np.array_equal(same, frames)
+    moved = shift_images(frames, np.array([[0, 2], [4, 3]]), 2)
+    assert np.array_equal(moved[0, 2:], frames[0, :-2]) and np.array_equal(moved[0, :2], frames[0, :1].repeat(2, 0))
+    assert np.array_equal(moved[1, :-2, :-1], frames[1, 2:, 1:])
 
 
 @pytest.fixture(scope="module")

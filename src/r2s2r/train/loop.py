@@ -246,7 +246,7 @@ def train(
         path = None
         loss_sum = torch.zeros((), device=dev)
         window, t0 = 0, time.perf_counter()
-        with BatchLoader(run.mixture, preset.policy, tc.shift_px, run.rng, tc.prefetch) as loader:
+        with BatchLoader(run.mixture, preset.policy, tc.shift_px, run.rng, tc.prefetch, tc.cache_mb << 20) as loader:
             for step in range(start + 1, last + 1):
                 batch = loader.next()
                 loss, gnorm = run.step(net, batch, step)
