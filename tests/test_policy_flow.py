@@ -10,7 +10,6 @@ from torch import nn
 from r2s2r.policy import flow
 from r2s2r.policy.encoders import sinusoidal
 
-
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
@@ -92,7 +91,9 @@ class TinyVelocity(nn.Module):
     def __init__(self, width: int = 64) -> None:
         super().__init__()
         self.width = width
-        self.net = nn.Sequential(nn.Linear(1 + width, 128), nn.SiLU(), nn.Linear(128, 128), nn.SiLU(), nn.Linear(128, 1))
+        self.net = nn.Sequential(
+            nn.Linear(1 + width, 128), nn.SiLU(), nn.Linear(128, 128), nn.SiLU(), nn.Linear(128, 1)
+        )
 
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         return self.net(torch.cat([x, sinusoidal(t, self.width)], dim=1))

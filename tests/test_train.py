@@ -74,23 +74,42 @@ def test_quota_batches_hold_exactly_the_ratio_and_natural_follows_sizes(data):
         ds.close()
 
 
-def test_training_batches_come_from_their_sources_in_quota(data, tmp_path):
+def test_training_batches_come_from_their_sources_in_quota(data):
+    from r2s2r.policy import resize_images
     from r2s2r.train.pipeline import BatchLoader
     from r2s2r.train.sources import open_sources
 
     p = preset(ratio=0.5)
     src = open_sources(data["real"], [data["sim0"]], p.policy)
+    episodes = {n: [ds.episode(i) for i in range(len(ds))] for n, ds in src.datasets.items()}
     mix = Mixture(src.samplers, 0.5, 16)
-    with BatchLoader(mix, p.policy, 1, np.random.default_rng(0), prefetch=2) as loader:
-        for _ in range(5):
-            b = loader.next()
+    cached = BatchLoader(mix, p.policy, 0, np.random.default_rng(0), prefetch=2, cache_bytes=1 << 30)
+    uncached = BatchLoader(mix, p.policy, 0, np.random.default_rng(0), prefetch=0, cache_bytes=0)
+    with cached, uncached:
+        for _ in range(8):
+            b, u = cached.next(), uncached.next()
             assert b.counts == {"real": 8, "sim0": 8}
-            assert all(x.shape == (16, 16, 16, 3) and x.dtype == np.uint8 for x in b.images.values())
-            real_proprio = np.concatenate([src.datasets["real"].episode(i).obs["proprio"] for i in range(3)])
-            sim_proprio = np.concatenate([src.datasets["sim0"].episode(i).obs["proprio"] for i in range(4)])
-            assert all((real_proprio == row).all(1).any() for row in b.proprio[:8])
-            assert all((sim_proprio == row).all(1).any() for row in b.proprio[8:])
+            for k, (name, (e, t)) in enumerate(zip(["real"] * 8 + ["sim0"] * 8, b.frame_index, strict=True)):
+                ep = episodes[name][e]
+                assert np.array_equal(b.proprio[k], ep.obs["proprio"][t])
+                assert np.array_equal(b.actions[k, 0], ep.actions[t])
+                for cam in p.policy.cameras:  # the real data is stored at 24 px: resized to 16
+                    assert np.array_equal(b.images[cam][k], resize_images(ep.obs[cam][t : t + 1], 16)[0])
+            for cam in p.policy.cameras:
+                assert np.array_equal(b.images[cam], u.images[cam])  # the cache changes nothing
+    assert cached.frames.hits > 0 and uncached.frames.hits == 0
     src.close()
+
+
+def test_shifts_translate_frames_with_edge_padding():
+    from r2s2r.train.pipeline import shift_images
+
+    frames = np.random.default_rng(0).integers(0, 256, size=(2, 8, 8, 3), dtype=np.uint8)
+    same = shift_images(frames, np.array([[2, 2], [2, 2]]), 2)
+    assert np.array_equal(same, frames)
+    moved = shift_images(frames, np.array([[0, 2], [4, 3]]), 2)
+    assert np.array_equal(moved[0, 2:], frames[0, :-2]) and np.array_equal(moved[0, :2], frames[0, :1].repeat(2, 0))
+    assert np.array_equal(moved[1, :-2, :-1], frames[1, 2:, 1:])
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +173,9 @@ def test_predict_chunk_is_batched_and_determined_by_the_generator(straight):
     assert np.array_equal(a, policy.predict_chunk(obs, np.random.default_rng(7)))
     assert not np.array_equal(a, policy.predict_chunk(obs, np.random.default_rng(8)))
     e = policy.embed(obs)
-    assert e.shape == (5, policy.config.width) and np.array_equal(e[:2], policy.embed({k: v[:2] for k, v in obs.items()}))
+    assert e.shape == (5, policy.config.width) and np.array_equal(
+        e[:2], policy.embed({k: v[:2] for k, v in obs.items()})
+    )
     bad = dict(obs, head_left=obs["head_left"][:, :8])
     with pytest.raises(R2S2RError, match="head_left.*shape"):
         policy.predict_chunk(bad, np.random.default_rng(0))
@@ -171,7 +192,7 @@ def copy_run(src: Path, dst: Path) -> Path:
     return dst
 
 
-def test_corrupt_or_mismatched_checkpoints_raise(straight, tmp_path):
+def test_corrupt_or_mismatched_checkpoints_raise(data, straight, tmp_path):
     out = straight[1]
     run = copy_run(out, tmp_path / "a")
     ckpt = run / "step_00000004"
@@ -210,7 +231,7 @@ def test_corrupt_or_mismatched_checkpoints_raise(straight, tmp_path):
     state = run / "step_00000004" / "train.safetensors"
     state.write_bytes(state.read_bytes()[:100])
     with pytest.raises(R2S2RError, match="train.safetensors: SHA-256 differs"):
-        train(Path(json.loads((run / "step_00000004" / "config.json").read_text())["sources"][0]["path"]), [], run, preset())
+        train(data["real"], [data["sim0"]], run, straight[0])
 
 
 def test_bad_sources_and_names_are_explained(data, tmp_path):
@@ -264,3 +285,26 @@ def test_cli_trains_and_resumes(data, tmp_path, capsys):
     assert "train.steps: checkpoint 3, now 4" in capsys.readouterr().err
     assert main(["train", "--real", str(data["real"]), "--preset", "cpux", "--out", str(out)]) == 2
     assert "Did you mean 'cpu'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_two_processes_train_with_ddp_and_resume_needs_the_same_world(data, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "r2s2r.cli"]
+    cmd += ["train", "--real", str(data["real"]), "--sim", str(data["sim0"]), "--ratio", "0.5", "--preset", "tiny"]
+    cmd += ["--steps", "3", "--threads", "1", "--device", "cpu", "--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    state = json.loads((out / "step_00000003" / "train_state.json").read_text())
+    assert len(state["rng_states"]) == 2 and state["rng_states"][0] != state["rng_states"][1]
+    assert state["samples"] == {"real": 24, "sim0": 24}  # 2 processes x (4 real + 4 sim) x 3 steps
+    assert json.loads((out / "step_00000003" / "config.json").read_text())["world_size"] == 2
+    policy = load_policy(out)
+    assert np.isfinite(policy.predict_chunk(obs_batch(policy, 2), np.random.default_rng(0))).all()
+    with pytest.raises(R2S2RError, match="world_size: checkpoint 2, now 1"):
+        train(data["real"], [data["sim0"]], out, preset(steps=5, ratio=0.5))

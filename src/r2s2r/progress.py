@@ -7,8 +7,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 
-def count_progress(label: str, console: Console) -> Progress:
-    """``Progress`` with columns: label, bar, done/total, ``{task.fields[status]}``, elapsed, ETA."""
+def count_progress(label: str, console: Console, disable: bool = False) -> Progress:
+    """``Progress`` with columns: label, bar, done/total, ``{task.fields[status]}``, elapsed, ETA.
+
+    ``disable`` hides it (e.g. on every rank but the first of a distributed run)."""
     return Progress(
         TextColumn(label),
         BarColumn(),
@@ -18,4 +20,5 @@ def count_progress(label: str, console: Console) -> Progress:
         TextColumn("ETA"),
         TimeRemainingColumn(),
         console=console,
+        disable=disable,
     )

@@ -19,6 +19,7 @@ _LAZY = {
     "FlowTransformer": "model",
     "Normalizer": "normalize",
     "Policy": "policy",
+    "RecedingHorizon": "horizon",
     "PolicyConfig": "config",
     "check_obs": "policy",
     "count_parameters": "model",
@@ -28,11 +29,25 @@ _LAZY = {
     "resolve_checkpoint": "checkpoint",
 }
 
-__all__ = ["ChunkPolicy", *sorted(_LAZY)]
+__all__ = [
+    "ChunkPolicy",
+    "FlowTransformer",
+    "Normalizer",
+    "Policy",
+    "RecedingHorizon",
+    "PolicyConfig",
+    "check_obs",
+    "count_parameters",
+    "load_policy",
+    "read_checkpoint",
+    "resize_images",
+    "resolve_checkpoint",
+]
 
 if TYPE_CHECKING:
     from r2s2r.policy.checkpoint import load_policy, read_checkpoint, resolve_checkpoint
     from r2s2r.policy.config import PolicyConfig
+    from r2s2r.policy.horizon import RecedingHorizon
     from r2s2r.policy.images import resize_images
     from r2s2r.policy.model import FlowTransformer, count_parameters
     from r2s2r.policy.normalize import Normalizer

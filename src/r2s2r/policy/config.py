@@ -89,7 +89,9 @@ class PolicyConfig:
         if self.width % 2:
             raise ConfigError(f"PolicyConfig.width {self.width} must be even (sinusoidal time embedding)")
         if not (self.time_alpha > 0 and self.time_beta > 0):
-            raise ConfigError(f"PolicyConfig: time_alpha, time_beta must be > 0, got {self.time_alpha}, {self.time_beta}")
+            raise ConfigError(
+                f"PolicyConfig: time_alpha, time_beta must be > 0, got {self.time_alpha}, {self.time_beta}"
+            )
         if not 0 <= self.time_min < 1:
             raise ConfigError(f"PolicyConfig.time_min: expected a value in [0, 1), got {self.time_min}")
         if self.normalization not in MODES:

@@ -28,7 +28,9 @@ def check_obs(config: PolicyConfig, obs: Mapping[str, np.ndarray]) -> int:
         want = (s, s, 3) if image else (config.proprio_dim,)
         if not isinstance(x, np.ndarray) or x.ndim != 1 + len(want) or x.shape[1:] != want:
             got = x.shape if isinstance(x, np.ndarray) else type(x).__name__
-            raise R2S2RError(f"observation {key!r}: expected an array of shape (B, {', '.join(map(str, want))}), got {got}")
+            raise R2S2RError(
+                f"observation {key!r}: expected an array of shape (B, {', '.join(map(str, want))}), got {got}"
+            )
         if image and x.dtype != np.uint8:
             raise R2S2RError(f"observation {key!r}: expected uint8 pixels, got {x.dtype}")
         if not image and (x.dtype.kind != "f" or not np.isfinite(x).all()):

@@ -19,7 +19,16 @@ _LAZY = {
     "train": "loop",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "Mixture",
+    "PRESETS",
+    "Preset",
+    "TrainConfig",
+    "TrainResult",
+    "apportion",
+    "get_preset",
+    "train",
+]
 
 if TYPE_CHECKING:
     from r2s2r.train.config import Preset, TrainConfig

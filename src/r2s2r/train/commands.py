@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 
-
 def train_command(
     real: Path,
     out: Path,
@@ -33,14 +32,14 @@ def train_command(
         seed: Run seed (default: the preset's).
         batch_size: Global batch size (default: the preset's).
         device: auto, cpu, cuda or cuda:N (under torchrun each process takes its LOCAL_RANK GPU).
-        threads: torch CPU threads per process (default: the cores available / processes).
+        threads: torch CPU threads per process (default: cores per process minus one, left to the batch loader).
         tensorboard: Also write TensorBoard logs to OUT/tensorboard (needs the tensorboard package).
     """
     import torch
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from r2s2r.errors import ConfigError
+    from r2s2r.progress import count_progress
     from r2s2r.train.loop import require_tensorboard, train
     from r2s2r.train.presets import get_preset
 
@@ -53,26 +52,17 @@ def train_command(
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if threads is not None and threads < 1:
         raise ConfigError(f"--threads: expected a positive integer, got {threads}")
-    torch.set_num_threads(threads or max(1, len(os.sched_getaffinity(0)) // world))
+    torch.set_num_threads(threads or max(1, len(os.sched_getaffinity(0)) // world - 1))
     main = int(os.environ.get("RANK", "0")) == 0
     console = Console(stderr=True)
-    columns = (
-        TextColumn("train"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, disable=not main) as bar:
-        task = bar.add_task("train", total=tc.steps, info="")
+    with count_progress("train", console, disable=not main) as bar:
+        task = bar.add_task("train", total=tc.steps, status="")
 
         def show(step, record):
             if record is not None:
                 counts = " ".join(f"{n} {c}" for n, c in record["samples"].items())
                 info = f"loss {record['loss']:.4f}  {record['samples_per_s']:.0f} samples/s  [{counts}]"
-                bar.update(task, completed=step, info=info)
+                bar.update(task, completed=step, status=info)
             else:
                 bar.update(task, completed=step)
 

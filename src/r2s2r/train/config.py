@@ -36,13 +36,14 @@ class TrainConfig:
     keep_checkpoints: int = 2
     log_every: int = 25
     prefetch: int = 2  # batches read ahead by the loader thread
+    cache_mb: int = 1024  # decoded, resized camera frames kept in memory (per process)
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "checkpoint_every", "keep_checkpoints", "log_every", "prefetch"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"TrainConfig.{name}: expected a positive integer, got {v!r}")
-        for name in ("warmup_steps", "shift_px", "seed"):
+        for name in ("warmup_steps", "shift_px", "seed", "cache_mb"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ConfigError(f"TrainConfig.{name}: expected a non-negative integer, got {v!r}")

@@ -108,7 +108,7 @@ def _check_resume(meta: dict[str, Any], want: dict[str, Any], where: Path) -> No
         )
 
 
-class _Run:
+class TrainingRun:
     """One process's training state between steps."""
 
     def __init__(self, sources: Sources, out: Path, preset: Preset, info: distributed.DistInfo, dev: torch.device):
@@ -156,7 +156,9 @@ class _Run:
         self.ema.load_state_dict(ema)
         load_optimizer(self.opt, tensors, groups, ckpt / TENSORS)
         if len(state.rng_states) != self.info.world:
-            raise R2S2RError(f"{ckpt / STATE}: {len(state.rng_states)} generator states for {self.info.world} processes")
+            raise R2S2RError(
+                f"{ckpt / STATE}: {len(state.rng_states)} generator states for {self.info.world} processes"
+            )
         self.rng = restore_rng(state.rng_states[self.info.rank], ckpt / STATE)
         self.state = state
         return stats
@@ -228,7 +230,7 @@ def train(
     sources = open_sources(real, sims, preset.policy)
     writer = None
     try:
-        run = _Run(sources, out, preset, info, dev)
+        run = TrainingRun(sources, out, preset, info, dev)
         start = run.state.step
         last = stop_at or tc.steps
         if start >= last:
@@ -244,7 +246,7 @@ def train(
         path = None
         loss_sum = torch.zeros((), device=dev)
         window, t0 = 0, time.perf_counter()
-        with BatchLoader(run.mixture, preset.policy, tc.shift_px, run.rng, tc.prefetch) as loader:
+        with BatchLoader(run.mixture, preset.policy, tc.shift_px, run.rng, tc.prefetch, tc.cache_mb << 20) as loader:
             for step in range(start + 1, last + 1):
                 batch = loader.next()
                 loss, gnorm = run.step(net, batch, step)

@@ -70,7 +70,8 @@ class Mixture:
             which = np.searchsorted(edges, flat, side="right") - 1
             return {name: flat[which == i] - edges[i] for i, name in enumerate(self.names)}
         return {
-            name: rng.integers(0, f, size=int(c)) for name, f, c in zip(self.names, self.frames, self.quota, strict=True)
+            name: rng.integers(0, f, size=int(c))
+            for name, f, c in zip(self.names, self.frames, self.quota, strict=True)
         }
 
     def describe(self) -> dict[str, Any]:
@@ -80,6 +81,8 @@ class Mixture:
             "ratio": self.ratio,
             "batch_size": self.batch_size,
             "weights": {n: float(w) for n, w in zip(self.names, self.weights, strict=True)},
-            "per_batch": None if self.quota is None else {n: int(c) for n, c in zip(self.names, self.quota, strict=True)},
+            "per_batch": None
+            if self.quota is None
+            else {n: int(c) for n, c in zip(self.names, self.quota, strict=True)},
             "frames": {n: int(f) for n, f in zip(self.names, self.frames, strict=True)},
         }

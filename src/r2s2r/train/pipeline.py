@@ -2,7 +2,8 @@
 
 Each batch is *planned* on the calling thread (sample indices per source, flow noise and times,
 image shifts: all drawn from the run's ``numpy.random.Generator``) and *loaded* on a worker thread
-(HDF5 frames, resize to the policy's resolution, shift). A batch carries the generator state right
+(action windows and proprio from the window samplers, camera frames from a ``FrameReader`` at the
+policy's resolution, shifts). A batch carries the generator state right
 after its plan, so a checkpoint saved after training on batch k resumes with batch k+1 exactly.
 """
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from r2s2r.policy import flow
 from r2s2r.policy.config import PolicyConfig
-from r2s2r.policy.images import resize_images
+from r2s2r.train.frames import FrameReader
 from r2s2r.train.mixture import Mixture
 
 
@@ -38,6 +39,7 @@ class Batch:
     noise: np.ndarray
     t: np.ndarray
     counts: dict[str, int]  # samples per source in this batch
+    frame_index: np.ndarray  # (B, 2) int64: (episode, frame) of each sample in its source
     rng_state: dict[str, Any]
 
 
@@ -58,9 +60,17 @@ class BatchLoader:
     """Batches of ``mixture`` for ``config`` with ``prefetch`` batches loading ahead on one thread."""
 
     def __init__(
-        self, mixture: Mixture, config: PolicyConfig, shift_px: int, rng: np.random.Generator, prefetch: int = 2
+        self,
+        mixture: Mixture,
+        config: PolicyConfig,
+        shift_px: int,
+        rng: np.random.Generator,
+        prefetch: int = 2,
+        cache_bytes: int = 0,
     ) -> None:
         self.mixture, self.config, self.shift_px, self.rng = mixture, config, shift_px, rng
+        datasets = {name: s.dataset for name, s in mixture.samplers.items()}
+        self.frames = FrameReader(datasets, config.cameras, config.image_size, cache_bytes)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="r2s2r-batches") if prefetch else None
         self._queue: deque[Future[Batch]] = deque()
         self._prefetch = prefetch
@@ -75,13 +85,13 @@ class BatchLoader:
 
     def load(self, plan: Plan) -> Batch:
         """The batch of ``plan`` (any thread; the samplers' HDF5 files are only read from one)."""
-        parts = [
-            self.mixture.samplers[name].sample(idx) for name, idx in plan.indices.items() if len(idx)
-        ]
+        names = [name for name, idx in plan.indices.items() if len(idx)]
+        parts = [self.mixture.samplers[name].sample(plan.indices[name]) for name in names]
+        frames = [self.frames.read(name, p["episode"], p["t"]) for name, p in zip(names, parts, strict=True)]
         images = {}
         for j, cam in enumerate(self.config.cameras):
-            frames = np.concatenate([resize_images(p[f"obs/{cam}"], self.config.image_size) for p in parts])
-            images[cam] = shift_images(frames, plan.shifts[:, j], self.shift_px)
+            stacked = np.concatenate([f[cam] for f in frames])
+            images[cam] = shift_images(stacked, plan.shifts[:, j], self.shift_px)
         return Batch(
             images=images,
             proprio=np.concatenate([p["obs/proprio"] for p in parts]).astype(np.float32, copy=False),
@@ -89,6 +99,7 @@ class BatchLoader:
             noise=plan.noise,
             t=plan.t,
             counts={name: len(idx) for name, idx in plan.indices.items()},
+            frame_index=np.concatenate([np.stack([p["episode"], p["t"]], axis=1) for p in parts]),
             rng_state=plan.rng_state,
         )
 

@@ -76,8 +76,9 @@ def open_sources(real: Path, sims: Sequence[Path], config: PolicyConfig) -> Sour
                 raise ConfigError(f"--{'real' if name == 'real' else 'sim'} {path}: no such dataset folder")
             datasets[name] = ds = Dataset(path)
             check_dataset_fits(ds, config, "real" if name == "real" else "sim")
-        keys = (*config.cameras, "proprio")
-        samplers = {n: WindowSampler(ds, config.action_horizon, keys) for n, ds in datasets.items()}
+        # images are read by the batch loader's FrameReader (resized once, cached); the samplers give
+        # the (episode, t) index, proprio and the action windows
+        samplers = {n: WindowSampler(ds, config.action_horizon, ("proprio",)) for n, ds in datasets.items()}
     except R2S2RError:
         for ds in datasets.values():
             ds.close()
