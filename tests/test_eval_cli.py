@@ -50,7 +50,9 @@ def test_eval_compare_prints_paired_comparisons_and_a_2x2_design(evaluated, tmp_
     assert "| policy | nominal | lighting | overall |" in text
     assert "Paired against scripted" in text and "exact McNemar p" in text
     assert (tmp_path / "cmp.md").read_text() == text
-    assert main(["eval", "compare", str(evaluated), str(b), str(c), str(evaluated), "--factors", "world", "behavior"]) == 0
+    assert (
+        main(["eval", "compare", str(evaluated), str(b), str(c), str(evaluated), "--factors", "world", "behavior"]) == 0
+    )
     text = capsys.readouterr().out
     assert "world x behavior" in text and "MOVER-Wilson" in text
 
@@ -63,7 +65,10 @@ def test_eval_bad_input_names_the_problem(evaluated, tmp_path, capsys):
     assert main(["eval", "compare", str(tmp_path)]) == 2
     assert "results.json" in capsys.readouterr().err
     other = tmp_path / "other"
-    assert main(["eval", "--policy", "scripted", "--lab", "3", *TWO_TRIALS, "--max-duration", "0.3", "--out", str(other)]) == 0
+    assert (
+        main(["eval", "--policy", "scripted", "--lab", "3", *TWO_TRIALS, "--max-duration", "0.3", "--out", str(other)])
+        == 0
+    )
     capsys.readouterr()
     assert main(["eval", "compare", str(evaluated), str(other)]) == 2
     assert "different trials" in capsys.readouterr().err

@@ -71,8 +71,8 @@ def eval_command(
     console.print(Markdown(results_table(res)))
     t = res.timing
     console.print(
-        f"{len(res.outcomes)} trials in {t['wall_seconds']:.0f} s (lab {t['lab_seconds']:.0f} s, "
-        f"policy {t['policy_seconds']:.0f} s of compute) -> {out}"
+        f"{len(res.outcomes)} trials in {t['wall_seconds']:.0f} s (compute: lab {t['lab_seconds']:.0f} s, "
+        f"policy {t['trial_policy_seconds'] + t['chunk_policy_seconds']:.0f} s) -> {out}"
     )
 
 

@@ -182,8 +182,9 @@ def evaluate(
             pool.close()
     timing = {
         "wall_seconds": time.perf_counter() - t_start,
-        "lab_seconds": sum(o.lab_seconds for o in outcomes),
-        "policy_seconds": policy_seconds + sum(o.policy_seconds for o in outcomes),
+        "lab_seconds": sum(o.lab_seconds for o in outcomes),  # in the lab processes
+        "trial_policy_seconds": sum(o.policy_seconds for o in outcomes),  # a TrialPolicy, next to its lab
+        "chunk_policy_seconds": policy_seconds,  # a ChunkPolicy's batched passes, in this process
         "workers": float(max(1, min(config.workers, config.batch))),
     }
     settings = {**config.settings(), "workers": config.workers, "videos": config.videos}
