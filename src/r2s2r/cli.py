@@ -1,6 +1,8 @@
 """The ``r2s2r`` command: one subcommand per stage, built from typed functions with tyro.
 
 r2s2r cell show [--lab SEED] [--condition KIND] [--seed N] [--world FILE] --out PNG
+r2s2r eval --policy CKPT|scripted|random [--lab SEED] --out DIR
+r2s2r eval compare DIR DIR ...
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from r2s2r.errors import R2S2RError
 from r2s2r.generate.commands import generate_command
 from r2s2r.generate.one import generate_one_command
 from r2s2r.train.commands import train_command
+from r2s2r.evaluate.commands import eval_command, eval_compare_command
 
 
 def cell_show(
@@ -165,7 +168,9 @@ def world_ungrounded(out: Path, seed: int = 0) -> None:
     Console(stderr=True).print(f"wrote {out} (ungrounded world, seed {seed}, hash {params.content_hash()})")
 
 
-# A group of subcommands (``r2s2r data check``) or a single command (``r2s2r generate-one``).
+# A group of subcommands (``r2s2r data check``) or a single command (``r2s2r generate-one``). In a
+# group, the key "" is the default subcommand: it runs when no subcommand name follows the group
+# (``r2s2r eval --policy ...`` next to ``r2s2r eval compare ...``).
 COMMANDS: dict[str, dict[str, Callable[..., None]] | Callable[..., None]] = {
     "cell": {"show": cell_show},
     "demos": {"collect": demos_collect},
@@ -175,6 +180,7 @@ COMMANDS: dict[str, dict[str, Callable[..., None]] | Callable[..., None]] = {
     "generate": generate_command,
     "generate-one": generate_one_command,
     "train": train_command,
+    "eval": {"": eval_command, "compare": eval_compare_command},
 }
 
 
@@ -188,10 +194,11 @@ def _pick(kind: str, name: str | None, known: dict) -> Callable | dict:
                 rows.append(f"  {(kind + k + ' ' + sub).strip():<22} {summary}")
         print(f"usage: r2s2r {kind}<command> ... [--help]\n\ncommands:\n" + "\n".join(rows))
         raise SystemExit(0 if name else 2)
-    if name not in known:
-        close = difflib.get_close_matches(name, list(known), n=1)
+    if name not in known or not name:
+        names = [k for k in known if k]  # "" (a group's default subcommand) is not a name
+        close = difflib.get_close_matches(name, names, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise R2S2RError(f"unknown command {kind}{name!r}; expected one of {sorted(known)}.{hint}")
+        raise R2S2RError(f"unknown command {kind}{name!r}; expected one of {sorted(names)}.{hint}")
     return known[name]
 
 
@@ -201,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         group = _pick("", argv[0] if argv else None, COMMANDS)
         if callable(group):
             tyro.cli(group, args=argv[1:], prog=f"r2s2r {argv[0]}")
+        elif "" in group and (len(argv) == 1 or argv[1].startswith("-")):
+            tyro.cli(group[""], args=argv[1:], prog=f"r2s2r {argv[0]}")
         else:
             func = _pick(f"{argv[0]} ", argv[1] if len(argv) > 1 else None, group)
             tyro.cli(func, args=argv[2:], prog=f"r2s2r {argv[0]} {argv[1]}")

@@ -1,1 +1,52 @@
-"""Evaluation on the lab: trial protocol, batched rollouts, honest statistics."""
+"""Evaluation on the lab: the fixed trial list, batched rollouts, honest statistics, tables."""
+
+from r2s2r.evaluate.compare import check_same_trials, design_effects, paired_against_first
+from r2s2r.evaluate.policies import RandomPolicy, ScriptedOperator, TrialPolicy, policy_kind, resolve_policy
+from r2s2r.evaluate.results import EvalResults, TrialOutcome
+from r2s2r.evaluate.runner import EvalConfig, evaluate
+from r2s2r.evaluate.stats import (
+    Effect,
+    PairedComparison,
+    Rate,
+    contrast,
+    factorial_effects,
+    mcnemar_exact,
+    newcombe_paired,
+    paired_comparison,
+    wilson,
+    wilson_interval,
+)
+from r2s2r.evaluate.tables import comparison_table, effects_table, results_table
+from r2s2r.evaluate.trials import Trial, TrialList, TrialPlan, make_trials
+
+__all__ = [
+    "Effect",
+    "EvalConfig",
+    "EvalResults",
+    "PairedComparison",
+    "RandomPolicy",
+    "Rate",
+    "ScriptedOperator",
+    "Trial",
+    "TrialList",
+    "TrialOutcome",
+    "TrialPlan",
+    "TrialPolicy",
+    "check_same_trials",
+    "comparison_table",
+    "contrast",
+    "design_effects",
+    "effects_table",
+    "evaluate",
+    "factorial_effects",
+    "make_trials",
+    "mcnemar_exact",
+    "newcombe_paired",
+    "paired_against_first",
+    "paired_comparison",
+    "policy_kind",
+    "resolve_policy",
+    "results_table",
+    "wilson",
+    "wilson_interval",
+]

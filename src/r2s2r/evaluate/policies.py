@@ -19,17 +19,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from r2s2r.behavior.teleop import OperatorConfig
 from r2s2r.errors import ConfigError, R2S2RError
 from r2s2r.lab.real_cell import RealCell
 from r2s2r.policy.protocol import ChunkPolicy
 from r2s2r.world import rizon
 from r2s2r.world.cell import POLICY_CAMERAS
 from r2s2r.world.hand import hand_joint_ranges
+
+if TYPE_CHECKING:  # the operator (and its IK, mink) loads only when a scripted trial begins
+    from r2s2r.behavior.teleop import OperatorConfig
 
 StepFn = Callable[[Mapping[str, np.ndarray]], np.ndarray]
 
@@ -50,14 +52,15 @@ class ScriptedOperator:
     """The teleop operator (``r2s2r.behavior.teleop.Operator``) as a policy: it watches the cell as a
     person does and needs no policy camera."""
 
-    config: OperatorConfig = OperatorConfig()
+    config: OperatorConfig | None = None  # None: the default ``OperatorConfig``
     cameras: tuple[str, ...] = ()
     image_size: int = 96
 
     def begin(self, lab: RealCell, rng: np.random.Generator) -> StepFn:
         from r2s2r.behavior.demos import make_operator
+        from r2s2r.behavior.teleop import OperatorConfig
 
-        operator = make_operator(lab, self.config)
+        operator = make_operator(lab, self.config or OperatorConfig())
         operator.start(lab.read_encoders("right")[:7], rng)
 
         def step(_obs: Mapping[str, np.ndarray]) -> np.ndarray:

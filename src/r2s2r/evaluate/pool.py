@@ -1,8 +1,10 @@
 """Lab slots: several copies of one lab twin, each running a trial, in this process or in workers.
 
 A slot is a ``LabTwin`` of the evaluated lab running one trial at a time. ``LabPool`` places slot
-``s`` in worker ``s % workers`` (``workers == 1`` keeps every slot in this process) and steps all
-of them at once: each worker steps its slots in order while the other workers step theirs. The
+``s`` in worker ``s % workers`` (``workers == 1`` keeps every slot in this process). For a chunk policy it steps
+all slots at once, one control step per call (each worker steps its slots in order while the
+other workers step theirs); for a ``TrialPolicy`` each worker runs its slots' trials to the end
+on its own (``run``). The
 lab twin is deterministic per (lab seed, trial seed), so what a slot does depends only on its
 trials and the actions it is sent, never on which process holds it.
 
@@ -143,6 +145,21 @@ class LabSlots:
             out[slot] = (run.obs if slot in want and result is None else None, result)
         return out
 
+    def run(self, trials: Mapping[int, Trial], max_steps: int) -> dict[int, SlotResult]:
+        """Run each slot's trial to its end with the slot's ``TrialPolicy`` (no round trip per
+        step: a per-trial policy needs nothing from the evaluating process)."""
+        out = {}
+        for slot, trial in trials.items():
+            self.start({slot: trial}, set())
+            for _ in range(max_steps):
+                result = self.step({slot: None}, set())[slot][1]
+                if result is not None:
+                    out[slot] = result
+                    break
+            else:
+                raise R2S2RError(f"lab did not end trial {trial.index} within {max_steps} steps")
+        return out
+
     def _finish(self, slot: int, verdict) -> SlotResult:
         run = self.running.pop(slot)
         after = self.labs[slot].safety_report()
@@ -210,14 +227,15 @@ class LabPool:
                 self._conns.append(mine)
                 self._procs.append(proc)
 
-    def _call(self, method: str, per_slot: Mapping[int, object], want: set[int]) -> dict:
+    def _call(self, method: str, per_slot: Mapping[int, object], extra: object) -> dict:
+        """``LabSlots.<method>(part, extra)`` in every process holding slots of ``per_slot``."""
         if self._local is not None:
-            return getattr(self._local, method)(per_slot, want)
+            return getattr(self._local, method)(per_slot, extra)
         parts: dict[int, dict] = {}
         for slot, value in per_slot.items():
             parts.setdefault(slot % self.workers, {})[slot] = value
         for w, part in parts.items():
-            self._conns[w].send((method, (part, want)))
+            self._conns[w].send((method, (part, extra)))
         out, error = {}, None
         for w in parts:  # read every reply before raising, so no worker is left mid-answer
             try:
@@ -242,6 +260,9 @@ class LabPool:
         self, actions: Mapping[int, np.ndarray | None], want: set[int]
     ) -> dict[int, tuple[Obs | None, SlotResult | None]]:
         return self._call("step", actions, want)
+
+    def run(self, trials: Mapping[int, Trial], max_steps: int) -> dict[int, SlotResult]:
+        return self._call("run", trials, max_steps)
 
     def close(self) -> None:
         for conn in self._conns:

@@ -6,7 +6,7 @@ a ``ChunkPolicy`` is asked once for a new chunk for every running trial whose pr
 used up (all trials of a wave start in phase, so that is one forward pass for all running trials
 every ``execute_steps`` steps); its random draws come from a generator seeded by
 ``(seed, wave, step)``. A ``TrialPolicy`` runs next to the lab with a generator seeded by
-``(seed, trial index)``.
+``(seed, trial index)``; each lab process then runs its trials of the wave to the end on its own.
 
 Reproducibility: the outcome of every trial is a function of the lab, the trial list, the policy,
 ``seed`` and ``batch`` (the batch composition feeds a stochastic chunk policy's draws), never of
@@ -89,8 +89,14 @@ def _run_wave(
 ) -> tuple[list[TrialOutcome], float]:
     """Run one wave; returns its outcomes (trial order) and the seconds spent in the chunk policy."""
     slots = dict(enumerate(trials))
+    if not chunked:  # each lab process runs its trials to the end on its own
+        done = [_outcome(r, slots[s], control_dt) for s, r in sorted(pool.run(slots, max_steps).items())]
+        if on_trial is not None:
+            for o in done:
+                on_trial(o)
+        return done, 0.0
     queues: dict[int, deque] = {s: deque() for s in slots}
-    obs = pool.start(slots, set(slots) if chunked else set())
+    obs = pool.start(slots, set(slots))
     results: dict[int, TrialOutcome] = {}
     policy_seconds = 0.0
     for step in range(max_steps + 1):
@@ -99,20 +105,16 @@ def _run_wave(
             break
         if step == max_steps:
             raise R2S2RError(f"lab did not end trials {[trials[s].index for s in running]} within {max_steps} steps")
-        if chunked:
-            need = [s for s in running if not queues[s]]
-            if need:
-                t0 = time.perf_counter()
-                chunk = _predict(
-                    policy, [obs[s] for s in need], np.random.default_rng([config.seed, _SALT, wave, step])
-                )
-                policy_seconds += time.perf_counter() - t0
-                for s, actions in zip(need, chunk, strict=True):
-                    queues[s].extend(actions[: policy.execute_steps])
-            actions = {s: queues[s].popleft() for s in running}
-            want = {s for s in running if not queues[s]}
-        else:
-            actions, want = dict.fromkeys(running), set()
+        need = [s for s in running if not queues[s]]
+        if need:
+            t0 = time.perf_counter()
+            rng = np.random.default_rng([config.seed, _SALT, wave, step])
+            chunk = _predict(policy, [obs[s] for s in need], rng)
+            policy_seconds += time.perf_counter() - t0
+            for s, actions in zip(need, chunk, strict=True):
+                queues[s].extend(actions[: policy.execute_steps])
+        actions = {s: queues[s].popleft() for s in running}
+        want = {s for s in running if not queues[s]}
         for s, (o, res) in pool.step(actions, want).items():
             obs[s] = o
             if res is not None:
@@ -182,8 +184,9 @@ def evaluate(
             pool.close()
     timing = {
         "wall_seconds": time.perf_counter() - t_start,
-        "lab_seconds": sum(o.lab_seconds for o in outcomes),
-        "policy_seconds": policy_seconds + sum(o.policy_seconds for o in outcomes),
+        "lab_seconds": sum(o.lab_seconds for o in outcomes),  # in the lab processes
+        "trial_policy_seconds": sum(o.policy_seconds for o in outcomes),  # a TrialPolicy, next to its lab
+        "chunk_policy_seconds": policy_seconds,  # a ChunkPolicy's batched passes, in this process
         "workers": float(max(1, min(config.workers, config.batch))),
     }
     settings = {**config.settings(), "workers": config.workers, "videos": config.videos}

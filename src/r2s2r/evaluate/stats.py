@@ -25,8 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-from scipy import stats as _st
+from statistics import NormalDist
 
 from r2s2r.errors import ConfigError
 
@@ -34,7 +33,7 @@ from r2s2r.errors import ConfigError
 def _z(confidence: float) -> float:
     if not 0.0 < confidence < 1.0:
         raise ConfigError(f"confidence: expected a level in (0, 1), got {confidence!r}")
-    return float(_st.norm.isf((1.0 - confidence) / 2.0))
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
 def _check_counts(k: int, n: int) -> tuple[int, int]:
@@ -92,7 +91,8 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
     n = int(only_a + only_b)
     if n == 0:
         return 1.0
-    return float(min(1.0, 2.0 * _st.binom.cdf(min(only_a, only_b), n, 0.5)))
+    tail = sum(math.comb(n, i) for i in range(int(min(only_a, only_b)) + 1))  # exact: P(X <= min) * 2^n
+    return min(1.0, 2.0 * tail / 2**n)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,108 @@
+"""``r2s2r eval`` (evaluate one policy on a lab) and ``r2s2r eval compare`` (a table across policies)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tyro
+
+
+def eval_command(
+    policy: str,
+    out: Path,
+    lab: int = 0,
+    workers: int = 1,
+    batch: int = 4,
+    seed: int = 0,
+    nominal: int = 24,
+    lighting: int = 7,
+    belt_speed: int = 7,
+    novel_object: int = 6,
+    combined: int = 6,
+    trial_seed: int = 0,
+    max_duration: float = 25.0,
+    videos: bool = False,
+) -> None:
+    """Evaluate a policy on the lab's fixed trial list; writes DIR/results.json and DIR/results.md (resumes).
+
+    Also: `r2s2r eval compare DIR DIR ...` prints a table across evaluated policies.
+
+    Args:
+        policy: 'scripted' (the teleop operator), 'random', or a checkpoint directory.
+        out: Folder for results.json, results.md, finished waves and videos (rerun to resume).
+        lab: Seed of the lab twin.
+        workers: Lab processes stepping trials in parallel (results do not depend on it).
+        batch: Trials run at once; one policy forward pass per control step serves all of them.
+        seed: Seed of the policy's random draws.
+        nominal: Nominal trials.
+        lighting: Lighting-shift trials.
+        belt_speed: Fast-belt trials.
+        novel_object: Novel-object trials.
+        combined: Trials combining two or three shifts.
+        trial_seed: Seed of the trial list's draw (the same for every policy).
+        max_duration: Trial time limit, s.
+        videos: Write an MP4 of every trial (head-left and right-wrist captures; slow).
+    """
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from r2s2r.evaluate.policies import resolve_policy
+    from r2s2r.evaluate.runner import EvalConfig, evaluate
+    from r2s2r.evaluate.tables import results_table
+    from r2s2r.evaluate.trials import TrialPlan
+
+    plan = TrialPlan(nominal, lighting, belt_speed, novel_object, combined, trial_seed)
+    config = EvalConfig(plan, seed, batch, workers, max_duration, videos)
+    pol = resolve_policy(policy)
+    console = Console(stderr=True)
+    columns = (TextColumn("trials"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"))
+    with Progress(*columns, TimeElapsedColumn(), console=console) as bar:
+        task = bar.add_task("trials", total=plan.total, score="")
+        wins = [0, 0]
+
+        def show(o) -> None:
+            wins[0] += o.success
+            wins[1] += 1
+            bar.update(task, advance=1, score=f"success {wins[0]}/{wins[1]}")
+
+        res = evaluate(pol, lab, config, out=out, name=policy, on_trial=show)
+    res.save(out)
+    console.print(Markdown(results_table(res)))
+    t = res.timing
+    console.print(
+        f"{len(res.outcomes)} trials in {t['wall_seconds']:.0f} s (compute: lab {t['lab_seconds']:.0f} s, "
+        f"policy {t['trial_policy_seconds'] + t['chunk_policy_seconds']:.0f} s) -> {out}"
+    )
+
+
+def eval_compare_command(
+    results: tyro.conf.Positional[tuple[Path, ...]],
+    factors: tuple[str, str] | None = None,
+    out: Path | None = None,
+) -> None:
+    """Table across evaluated policies: per-condition successes, Wilson intervals, paired tests.
+
+    Args:
+        results: Evaluation folders (or results.json files); the first is the reference.
+        factors: Names of a 2x2 design's factors A and B; then give 4 results, in the order
+            A0B0 A0B1 A1B0 A1B1, for each factor's main effect and the interaction.
+        out: Also write the table to this markdown file.
+    """
+    from r2s2r import atomic
+    from r2s2r.errors import ConfigError
+    from r2s2r.evaluate.compare import design_effects, paired_against_first
+    from r2s2r.evaluate.results import EvalResults
+    from r2s2r.evaluate.tables import comparison_table, effects_table
+
+    if len(results) < 1:
+        raise ConfigError("eval compare: expected at least one evaluation folder")
+    loaded = [EvalResults.load(p) for p in results]
+    paired = paired_against_first(loaded) if len(loaded) > 1 else None
+    text = comparison_table(loaded, paired)
+    if factors is not None:
+        effects, cells = design_effects(loaded, factors)
+        text += "\n" + effects_table(effects, cells)
+    print(text, end="")
+    if out is not None:
+        atomic.write_text(out, text)
