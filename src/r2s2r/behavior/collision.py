@@ -159,12 +159,29 @@ class CellCollision:
 
     def motion_free(self, q_from, q_to, q_hand=None, object_pose=None, held=None, allow=()) -> bool:
         """Whether the straight joint-space motion q_from -> q_to is free, checked every
-        ``resolution`` rad of the largest joint step (both ends included)."""
+        ``resolution`` rad of the largest joint step (both ends included), coarse to fine (the
+        ends, the middle, the quarters, ...) so that a blocked motion is rejected early."""
         q_from, q_to = np.asarray(q_from, float), np.asarray(q_to, float)
         n = max(1, int(np.ceil(np.max(np.abs(q_to - q_from)) / self.config.resolution)))
         return all(
-            self.free(q_from + (k / n) * (q_to - q_from), q_hand, object_pose, held, allow) for k in range(n + 1)
+            self.free(q_from + (k / n) * (q_to - q_from), q_hand, object_pose, held, allow) for k in coarse_to_fine(n)
         )
+
+
+def coarse_to_fine(n: int) -> list[int]:
+    """0..n, ends first, then midpoints of ever finer halvings (each index once)."""
+    order, seen = [0, n], {0, n}
+    step = n
+    while step > 1:
+        half = step / 2
+        for k in np.arange(half, n, step):
+            i = int(round(k))
+            if i not in seen:
+                seen.add(i)
+                order.append(i)
+        step = half
+    order += [i for i in range(n + 1) if i not in seen]
+    return order
 
 
 def collision_free_ik(

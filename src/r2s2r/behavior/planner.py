@@ -59,6 +59,7 @@ class PlannerConfig:
     belt_margin: float = 0.12  # m: the grasp must end this far before the belt's downstream end
     ik_restarts: int = 2
     release_clearance: float = 0.07  # object centre this far above the bin rim at release, m
+    via_rises: tuple[float, ...] = (0.05, 0.15)  # carry via-points this far above the ends' midpoint, m
     release_yaws: int = 12  # hand turns about the vertical tried for the release
     release_time: float = 0.4  # s to open the hand
     feedforward: bool = True
@@ -191,9 +192,12 @@ class MotionPlanner:
         return self._assemble(cell, grasp, t_grasp, approach, t_start, track, q_track, carry, ik, T_world_base)
 
     def _intercept(self, grasp, motion, q0, t_now, t_latest, dt, checker, ik, T_base_world, rng, fails):
+        """The earliest feasible grasp time for ``grasp``: (grasp, t_grasp, approach, t_start,
+        track, q_track), or None."""
         c, tm = self.config, self.config.timing
         hand_pre = hand_grasp_pose(grasp.kind, 0.0)
-        seeds = [q0]
+        seeds = [q0, self._ready(ik, T_base_world, motion, q0)]
+        approach = None
         t_grasp = t_now + tm.descend + dt * math.ceil(0.4 / dt)
         while t_grasp + tm.close + tm.lift <= t_latest:
             t_grasp = round(t_grasp / dt) * dt  # grasps start on the control grid
@@ -202,38 +206,65 @@ class MotionPlanner:
             pre = collision_free_ik(
                 ik, checker, T_base_world @ track.poses[0], seeds, rng, c.ik_restarts,
                 q_hand=hand_pre, object_pose=motion.pose(t_pre),
-            )
-            if pre is None:
-                fails.note("unreachable", f"pre-grasp at t={t_pre:.1f} s")
-                t_grasp += c.grasp_times
-                continue
-            seeds = [pre.q, q0]
-
-            def motion_free(a, b, _T=motion.pose(t_pre)):
-                return checker.motion_free(a, b, q_hand=hand_pre, object_pose=_T)
-
-            path = rrt_connect(q0, pre.q, motion_free, self.lo, self.hi, rng, c.rrt)
-            if path is None:
-                fails.note("unreachable", "no approach path")
-                t_grasp += c.grasp_times
-                continue
-            approach = time_parameterize(shortcut(path, motion_free, rng, c.rrt.shortcut_tries), self.vmax, self.amax)
-            t_start = t_pre - approach.duration - c.approach_slack
-            if t_start < t_now:
-                fails.note("too_late", f"approach needs {approach.duration:.2f} s")
-                t_grasp += max(c.grasp_times, t_now - t_start - 1e-9)
-                continue
-            q_track = self._follow(track, pre.q, ik, T_base_world, dt)
+            )  # fmt: skip
+            q_track = None if pre is None else self._follow(track, pre.q, ik, T_base_world, dt)
             if q_track is None:
                 fails.note("unreachable", f"grasp track at t={t_grasp:.1f} s")
                 t_grasp += c.grasp_times
                 continue
+            seeds = [pre.q] + seeds[-2:]
             if not self._track_free(track, q_track, grasp, motion, checker):
                 fails.note("collision", f"grasp track at t={t_grasp:.1f} s")
                 t_grasp += c.grasp_times
                 continue
+
+            def motion_free(a, b, _T=motion.pose(t_pre)):
+                return checker.motion_free(a, b, q_hand=hand_pre, object_pose=_T)
+
+            # the approach to this pre-grasp: a lower bound from the last one before planning it
+            if approach is None or t_pre - approach.duration - c.approach_slack >= t_now:
+                path = self._path(q0, pre.q, [seeds[-1]], motion_free, rng)
+                if path is None:
+                    fails.note("unreachable", "no approach path")
+                    t_grasp += c.grasp_times
+                    continue
+                approach = time_parameterize(path, self.vmax, self.amax)
+            t_start = t_pre - approach.duration - c.approach_slack
+            if t_start < t_now:
+                fails.note("too_late", f"approach needs {approach.duration:.2f} s")
+                t_grasp += max(c.grasp_times, dt * math.ceil((t_now - t_start) / dt))
+                continue
             return grasp, t_grasp, approach, t_start, track, q_track
         return None
+
+    def _path(self, qa, qb, vias, motion_free, rng) -> list[np.ndarray] | None:
+        """A free joint path qa -> qb: direct, else through one of ``vias``, else RRT-Connect
+        with shortcutting."""
+        if motion_free(qa, qb):
+            return [qa, qb]
+        for v in vias:
+            if v is not None and motion_free(qa, v) and motion_free(v, qb):
+                return [qa, v, qb]
+        path = rrt_connect(qa, qb, motion_free, self.lo, self.hi, rng, self.config.rrt)
+        return None if path is None else shortcut(path, motion_free, rng, self.config.rrt.shortcut_tries)
+
+    def _vias(self, ik: ArmIK, T_base_world, T_world_hand_a, qa, qb) -> list[np.ndarray | None]:
+        """Carry via-points: the hand (orientation kept) midway between the two ends, raised."""
+        T_b = inv_T(T_base_world) @ ik.forward(qb)
+        out = []
+        for rise in self.config.via_rises:
+            T = T_world_hand_a.copy()
+            T[:3, 3] = 0.5 * (T_world_hand_a[:3, 3] + T_b[:3, 3]) + [0.0, 0.0, rise]
+            res = ik.solve(T_base_world @ T, 0.5 * (qa + qb))
+            out.append(res.q if res.ok else None)
+        return out
+
+    def _ready(self, ik: ArmIK, T_base_world, motion: BeltMotion, q0) -> np.ndarray:
+        """An IK seed: the arm with its hand palm down above the belt, fingers away from the base."""
+        T = np.eye(4)
+        T[:3, :3] = np.diag([1.0, -1.0, -1.0])
+        T[:3, 3] = motion.T0[:3, 3] * [1.0, 0.0, 1.0] + [0.0, 0.0, 0.2]
+        return ik.solve(T_base_world @ T, q0).q
 
     def _follow(self, track: GraspTrack, q_pre, ik: ArmIK, T_base_world, dt) -> np.ndarray | None:
         """IK at every pose of the track (warm-started), within the joint speed limits."""
@@ -284,11 +315,10 @@ class MotionPlanner:
         def motion_free(a, b_):
             return checker.motion_free(a, b_, q_hand=hand, held=held)
 
-        path = rrt_connect(q_lift, best[1], motion_free, self.lo, self.hi, rng, c.rrt)
+        path = self._path(q_lift, best[1], self._vias(ik, T_base_world, track.poses[-1], q_lift, best[1]), motion_free, rng)
         if path is None:
             fails.note("no_carry_path")
             fails.raise_()
-        path = shortcut(path, motion_free, rng, c.rrt.shortcut_tries)
         return time_parameterize(path, self.vmax, self.amax), best[1]
 
     def _assemble(self, cell, grasp, t_grasp, approach: Trajectory, t_start, track, q_track, carry, ik, T_world_base):
