@@ -88,7 +88,8 @@ class CellCollision:
             out[list(ids)] = True
             return out
 
-        hand, obj, belt = mask(self.hand_geoms), mask([self.object_geom]), mask([self.belt_geom])
+        # the belt and the bed under it: a closing hand's fingertips press on the belt and slide
+        hand, obj, belt = mask(self.hand_geoms), mask([self.object_geom]), mask([self.belt_geom, m.geom("conveyor_bed").id])
         self._allowances = {"hand_object": (hand, obj), "hand_belt": (hand, belt), "object_belt": (obj, belt)}
 
     # --- state ------------------------------------------------------------------------------
@@ -193,13 +194,6 @@ def collision_free_ik(
     restarts: int = 4,
     **check,
 ) -> IKResult | None:
-    """IK from each seed, then from ``restarts`` random seeds inside the joint limits; the first
-    solution within tolerance whose configuration is collision-free (``check``: the arguments of
-    ``CellCollision.free`` besides the arm), or None (unreachable, or only in collision)."""
-    lo, hi = ik.model.jnt_range[:, 0], ik.model.jnt_range[:, 1]
-    tries = [np.asarray(s, float) for s in seeds] + [rng.uniform(lo, hi) for _ in range(restarts)]
-    for q0 in tries:
-        res = ik.solve(T_base_tool, q0)
-        if res.ok and checker.free(res.q, **check):
-            return res
-    return None
+    """``ik.solve_restarts`` accepting only collision-free configurations (``check``: the
+    arguments of ``CellCollision.free`` besides the arm), or None."""
+    return ik.solve_restarts(T_base_tool, seeds, rng, restarts, accept=lambda q: checker.free(q, **check))

@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import mujoco
 import numpy as np
 
 from r2s2r.behavior.collision import CellCollision, CollisionConfig, collision_free_ik
@@ -35,7 +36,7 @@ from r2s2r.behavior.ik import ArmIK, IKConfig
 from r2s2r.behavior.intercept import BeltMotion, GraspTiming, GraspTrack, grasp_track
 from r2s2r.behavior.rrt import RRTConfig, Trajectory, rrt_connect, shortcut, time_parameterize
 from r2s2r.errors import ConfigError, PlanningFailed
-from r2s2r.geometry import axis_angle_quat, inv_T, make_T, min_jerk, quat_to_mat
+from r2s2r.geometry import axis_angle_quat, inv_T, make_T, mat_to_quat, min_jerk, quat_to_mat
 from r2s2r.world import rizon
 from r2s2r.world.cell import SimCell
 from r2s2r.world.conditions import Condition
@@ -50,7 +51,7 @@ class PlannerConfig:
     timing: GraspTiming = GraspTiming()
     rrt: RRTConfig = RRTConfig()
     collision: CollisionConfig = CollisionConfig()
-    ik: IKConfig = IKConfig(max_iters=80)
+    ik: IKConfig = IKConfig(max_iters=80, stall_iters=8)
     speed_fraction: float = 0.7  # of the rated joint speeds (rizon.VELOCITY_LIMIT)
     accel_limit: tuple[float, ...] = (6.0, 6.0, 8.0, 8.0, 12.0, 12.0, 12.0)  # rad/s^2
     max_grasps: int = 6  # grasp candidates tried, best first
@@ -58,6 +59,7 @@ class PlannerConfig:
     approach_slack: float = 0.1  # s of the approach trajectory kept in hand before the pre-grasp
     belt_margin: float = 0.12  # m: the grasp must end this far before the belt's downstream end
     ik_restarts: int = 2
+    ready_steps: int = 8  # Cartesian steps of the walk to the ready pose (the IK seed)
     release_clearance: float = 0.07  # object centre this far above the bin rim at release, m
     via_rises: tuple[float, ...] = (0.05, 0.15)  # carry via-points this far above the ends' midpoint, m
     release_yaws: int = 12  # hand turns about the vertical tried for the release
@@ -182,7 +184,9 @@ class MotionPlanner:
         t_latest = motion.end_time - c.belt_margin / max(np.linalg.norm(motion.velocity), 1e-6)
         found = None
         for grasp in grasps:
-            found = self._intercept(grasp, motion, q0, cell.time, t_latest, dt, checker, ik, T_base_world, rng, fails)
+            found = self._intercept(
+                grasp, motion, q0, cell.time, t_latest, dt, checker, ik, T_base_world, rng, fails, cell.params.right_arm
+            )
             if found is not None:
                 break
         if found is None:
@@ -191,18 +195,32 @@ class MotionPlanner:
         carry, q_release = self._carry(grasp, motion, track, q_track[-1], cell, checker, ik, T_base_world, rng, fails)
         return self._assemble(cell, grasp, t_grasp, approach, t_start, track, q_track, carry, ik, T_world_base)
 
-    def _intercept(self, grasp, motion, q0, t_now, t_latest, dt, checker, ik, T_base_world, rng, fails):
+    @staticmethod
+    def _beyond_reach(T_base_flange: np.ndarray, arm) -> float:
+        """How far (m) the flange pose lies beyond the arm's reach from its shoulder (joint 2),
+        an upper bound from the link lengths; <= 0 when it may be reachable."""
+        shoulder = np.asarray(arm.link_pos[0]) + np.asarray(arm.link_pos[1])
+        reach = sum(float(np.linalg.norm(p)) for p in arm.link_pos[2:]) + float(np.linalg.norm(arm.flange_pos))
+        return float(np.linalg.norm(T_base_flange[:3, 3] - shoulder)) - reach
+
+    def _intercept(self, grasp, motion, q0, t_now, t_latest, dt, checker, ik, T_base_world, rng, fails, cell_arm):
         """The earliest feasible grasp time for ``grasp``: (grasp, t_grasp, approach, t_start,
         track, q_track), or None."""
         c, tm = self.config, self.config.timing
         hand_pre = hand_grasp_pose(grasp.kind, 0.0)
-        seeds = [q0, self._ready(ik, T_base_world, motion, q0)]
+        ready = self._ready(ik, T_base_world, motion, q0)
+        seeds = [ready]
         approach = None
         t_grasp = t_now + tm.descend + dt * math.ceil(0.4 / dt)
         while t_grasp + tm.close + tm.lift <= t_latest:
             t_grasp = round(t_grasp / dt) * dt  # grasps start on the control grid
             track = grasp_track(motion, grasp.T_object_hand, t_grasp, tm, dt)
             t_pre = track.times[0]
+            far = max(self._beyond_reach(T_base_world @ T, cell_arm) for T in track.poses[:: max(1, len(track.poses) // 4)])
+            if far > 0:  # some pose lies beyond the arm's reach: the object is still far (or past)
+                fails.note("unreachable", f"grasp track at t={t_grasp:.1f} s is {far:.2f} m out of reach")
+                t_grasp += max(c.grasp_times, dt * math.floor(far / max(np.linalg.norm(motion.velocity), 1e-3) / dt))
+                continue
             pre = collision_free_ik(
                 ik, checker, T_base_world @ track.poses[0], seeds, rng, c.ik_restarts,
                 q_hand=hand_pre, object_pose=motion.pose(t_pre),
@@ -212,7 +230,7 @@ class MotionPlanner:
                 fails.note("unreachable", f"grasp track at t={t_grasp:.1f} s")
                 t_grasp += c.grasp_times
                 continue
-            seeds = [pre.q] + seeds[-2:]
+            seeds = [pre.q, ready]
             if not self._track_free(track, q_track, grasp, motion, checker):
                 fails.note("collision", f"grasp track at t={t_grasp:.1f} s")
                 t_grasp += c.grasp_times
@@ -223,7 +241,7 @@ class MotionPlanner:
 
             # the approach to this pre-grasp: a lower bound from the last one before planning it
             if approach is None or t_pre - approach.duration - c.approach_slack >= t_now:
-                path = self._path(q0, pre.q, [seeds[-1]], motion_free, rng)
+                path = self._path(q0, pre.q, [ready], motion_free, rng)
                 if path is None:
                     fails.note("unreachable", "no approach path")
                     t_grasp += c.grasp_times
@@ -260,11 +278,25 @@ class MotionPlanner:
         return out
 
     def _ready(self, ik: ArmIK, T_base_world, motion: BeltMotion, q0) -> np.ndarray:
-        """An IK seed: the arm with its hand palm down above the belt, fingers away from the base."""
-        T = np.eye(4)
-        T[:3, :3] = np.diag([1.0, -1.0, -1.0])
-        T[:3, 3] = motion.T0[:3, 3] * [1.0, 0.0, 1.0] + [0.0, 0.0, 0.2]
-        return ik.solve(T_base_world @ T, q0).q
+        """An IK seed on the arm's natural branch: the hand walked in a straight line (and a
+        uniform turn) from where it is to palm down above the object's lane, IK warm-started at
+        every step so the solution stays continuous with ``q0``."""
+        T_a = ik.forward(q0)
+        T_b = np.eye(4)
+        T_b[:3, :3] = np.diag([1.0, -1.0, -1.0])
+        T_b[:3, 3] = motion.T0[:3, 3] * [1.0, 0.0, 1.0] + [0.0, 0.0, 0.2]
+        T_b = T_base_world @ T_b
+        quat = mat_to_quat(T_a[:3, :3].T @ T_b[:3, :3])
+        rotvec = np.zeros(3)
+        mujoco.mju_quat2Vel(rotvec, quat, 1.0)
+        angle = float(np.linalg.norm(rotvec))
+        q = np.asarray(q0, float)
+        for s in np.linspace(0.0, 1.0, self.config.ready_steps + 1)[1:]:
+            T = np.eye(4)
+            T[:3, :3] = T_a[:3, :3] @ (quat_to_mat(axis_angle_quat(rotvec, s * angle)) if angle > 1e-9 else np.eye(3))
+            T[:3, 3] = T_a[:3, 3] + s * (T_b[:3, 3] - T_a[:3, 3])
+            q = ik.solve(T, q).q
+        return q
 
     def _follow(self, track: GraspTrack, q_pre, ik: ArmIK, T_base_world, dt) -> np.ndarray | None:
         """IK at every pose of the track (warm-started), within the joint speed limits."""
@@ -297,17 +329,24 @@ class MotionPlanner:
         b = cell.params.bin(cell.condition.color)
         T_world_bin = make_T(b.pose.pos, b.pose.quat)
         T_obj_lift = track.poses[-1] @ held
-        best = None
+        goals = []
         for k in range(c.release_yaws):
             yaw = 2 * math.pi * k / c.release_yaws
             T_obj = np.eye(4)
             T_obj[:3, :3] = quat_to_mat(axis_angle_quat((0, 0, 1), yaw)) @ T_obj_lift[:3, :3]
             T_obj[:3, 3] = (T_world_bin @ [0.0, 0.0, b.size[2] + c.release_clearance, 1.0])[:3]
-            res = ik.solve(T_base_world @ (T_obj @ grasp.T_object_hand), q_lift)
-            if res.ok and checker.free(res.q, hand, held=held):
-                cost = float(np.max(np.abs(res.q - q_lift) / self.vmax))
-                if best is None or cost < best[0]:
-                    best = (cost, res.q)
+            goals.append(T_base_world @ (T_obj @ grasp.T_object_hand))
+        best = None
+        for restarts in (0, c.ik_restarts):  # the yaws reachable from the seeds; else random restarts
+            for T in goals:
+                res = collision_free_ik(ik, checker, T, [q_lift, cell.engine.joint_positions("right")[:7]], rng,
+                                        restarts, q_hand=hand, held=held)  # fmt: skip
+                if res is not None:
+                    cost = float(np.max(np.abs(res.q - q_lift) / self.vmax))
+                    if best is None or cost < best[0]:
+                        best = (cost, res.q)
+            if best is not None:
+                break
         if best is None:
             fails.note("release_unreachable", f"{cell.condition.color} bin")
             fails.raise_()
