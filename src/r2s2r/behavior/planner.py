@@ -80,6 +80,7 @@ class PlannedEpisode:
     """A planned episode: 27-D commands per control step and their ``datagen_info``."""
 
     commands: np.ndarray  # (n, 27)
+    q_plan: np.ndarray  # (n, 7): the planned arm configuration each command aims at (no feed-forward)
     frames: dict[str, Any]  # per-step arrays: target_pose (n,4,4), gripper_action (n,), subtask signals
     grasp: Grasp
     t_grasp: float
@@ -412,4 +413,4 @@ class MotionPlanner:
         }
         phases = {"approach": t_start, "descend": t_pre, "close": t_grasp, "lift": t_closed, "carry": t_lift_end,
                   "release": t_carry_end, "end": t_open_end}
-        return PlannedEpisode(commands, frames, grasp, t_grasp, phases)
+        return PlannedEpisode(commands, q, frames, grasp, t_grasp, phases)
