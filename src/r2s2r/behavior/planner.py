@@ -11,7 +11,8 @@ human motion reference:
    has an IK solution at every control step within the joint speed limits, and is free of
    collisions (hand-object and hand-belt contacts allowed while grasping);
 3. carry: RRT-Connect (with shortcutting) to a release pose over the bin of the object's colour,
-   with the object in the hand checked against the cell; release by opening the hand.
+   with the object in the hand checked against the cell; release by opening the hand, then back
+   the open hand up out of the bin.
 
 Joint paths are timed under the arm's velocity and acceleration limits (fast and direct). The
 commands are joint targets: a target reaches the servo at the end of its control period, so the
@@ -64,6 +65,7 @@ class PlannerConfig:
     via_rises: tuple[float, ...] = (0.05, 0.15)  # carry via-points this far above the ends' midpoint, m
     release_yaws: int = 12  # hand turns about the vertical tried for the release
     release_time: float = 0.4  # s to open the hand
+    retreat_height: float = 0.1  # m the open hand backs up after the release
     feedforward: bool = True
 
     def __post_init__(self) -> None:
@@ -194,7 +196,11 @@ class MotionPlanner:
             fails.raise_()
         grasp, t_grasp, approach, t_start, track, q_track = found
         carry, q_release = self._carry(grasp, motion, track, q_track[-1], cell, checker, ik, T_base_world, rng, fails)
-        return self._assemble(cell, grasp, t_grasp, approach, t_start, track, q_track, carry, ik, T_world_base)
+        T_up = T_world_base @ ik.forward(q_release)
+        T_up[2, 3] += c.retreat_height
+        up = ik.solve(T_base_world @ T_up, q_release)  # the open hand backs up out of the bin
+        retreat = time_parameterize([q_release, up.q if up.ok else q_release], self.vmax, self.amax)
+        return self._assemble(cell, grasp, t_grasp, approach, t_start, track, q_track, carry, retreat, ik, T_world_base)
 
     @staticmethod
     def _beyond_reach(T_base_flange: np.ndarray, arm) -> float:
@@ -361,14 +367,15 @@ class MotionPlanner:
             fails.raise_()
         return time_parameterize(path, self.vmax, self.amax), best[1]
 
-    def _assemble(self, cell, grasp, t_grasp, approach: Trajectory, t_start, track, q_track, carry, ik, T_world_base):
+    def _assemble(self, cell, grasp, t_grasp, approach: Trajectory, t_start, track, q_track, carry, retreat, ik,
+                  T_world_base):  # fmt: skip
         """Commands and per-step info on the control grid."""
         c = self.config
         dt = cell.config.control.control_dt
         t_pre, t_lift_end = float(track.times[0]), float(track.times[-1])
         t_carry_end = t_lift_end + carry.duration
         t_open_end = t_carry_end + c.release_time
-        n = int(math.ceil(t_open_end / dt)) + 1
+        n = int(math.ceil((t_open_end + retreat.duration) / dt)) + 1
         arm = cell.params.right_arm
         tau = (np.asarray(arm.kv) + np.asarray(arm.damping)) / np.asarray(arm.kp) if c.feedforward else np.zeros(7)
         open_, pre = hand_open_pose(), hand_grasp_pose(grasp.kind, 0.0)
@@ -381,7 +388,9 @@ class MotionPlanner:
                 x = (t - t_pre) / dt
                 i = min(int(x), len(q_track) - 2)
                 return q_track[i] + (x - i) * (q_track[i + 1] - q_track[i])
-            return carry.sample(t - t_lift_end)
+            if t <= t_open_end:
+                return carry.sample(t - t_lift_end)
+            return retreat.sample(t - t_open_end)
 
         def hand_at(t: float) -> tuple[np.ndarray, float]:
             if t < t_pre:
@@ -412,5 +421,5 @@ class MotionPlanner:
             },
         }
         phases = {"approach": t_start, "descend": t_pre, "close": t_grasp, "lift": t_closed, "carry": t_lift_end,
-                  "release": t_carry_end, "end": t_open_end}
+                  "release": t_carry_end, "retreat": t_open_end, "end": t_open_end + retreat.duration}
         return PlannedEpisode(commands, q, frames, grasp, t_grasp, phases)
