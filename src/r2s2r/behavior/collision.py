@@ -66,6 +66,7 @@ class CellCollision:
         self.hand_geoms = {g for g in physical if m.geom_bodyid[g] in hand_bodies}
         self.link_geoms = {g for g in physical if m.geom_bodyid[g] in link_bodies}
         self.upper_geoms = {g for g in physical if m.geom_bodyid[g] in upper}
+        self.hand_names = frozenset(m.geom(g).name for g in self.hand_geoms)
         self.object_geom = m.geom("object").id
         self.belt_geom = m.geom("belt_surface").id
         self.base_geom = m.geom("right_base_geom").id

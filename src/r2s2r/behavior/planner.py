@@ -238,8 +238,11 @@ class MotionPlanner:
                 t_grasp += c.grasp_times
                 continue
             seeds = [pre.q, ready]
-            if not self._track_free(track, q_track, grasp, motion, checker):
-                fails.note("collision", f"grasp track at t={t_grasp:.1f} s")
+            hit = self._track_free(track, q_track, grasp, motion, checker)
+            if hit is not None:
+                fails.note("collision", f"grasp track at t={t_grasp:.1f} s ({hit})")
+                if hit == "conveyor":
+                    return None  # the hand meets the rails or bed wherever along the belt it grasps
                 t_grasp += c.grasp_times
                 continue
 
@@ -316,17 +319,25 @@ class MotionPlanner:
             qs.append(q)
         return np.asarray(qs)
 
-    def _track_free(self, track, q_track, grasp, motion, checker) -> bool:
+    def _track_free(self, track, q_track, grasp, motion, checker) -> str | None:
+        """None if the grasp track is collision-free; else ``"conveyor"`` when the hand meets the
+        conveyor's frame (rails, bed: straight along the belt, so the grasp would meet it at any
+        time) or ``"arm"`` for other collisions."""
         held = inv_T(grasp.T_object_hand)
         for t, q, s, k in zip(track.times, q_track, track.closure, track.phase, strict=True):
             hand = hand_grasp_pose(grasp.kind, float(s))
             if k < 2:
-                ok = checker.free(q, hand, object_pose=motion.pose(t), allow=("hand_object", "hand_belt"))
+                kw = {"object_pose": motion.pose(t), "allow": ("hand_object", "hand_belt")}
             else:
-                ok = checker.free(q, hand, held=held, allow=("hand_belt", "object_belt"))
-            if not ok:
-                return False
-        return True
+                kw = {"held": held, "allow": ("hand_belt", "object_belt")}
+            if not checker.free(q, hand, **kw):
+                hits = checker.collisions(q, hand, **kw)
+                frame = any(
+                    (a in checker.hand_names and b.startswith("conveyor")) or (b in checker.hand_names and a.startswith("conveyor"))
+                    for a, b, _ in hits
+                )
+                return "conveyor" if frame else "arm"
+        return None
 
     def _carry(self, grasp, motion, track, q_lift, cell, checker, ik, T_base_world, rng, fails):
         """Timed path from the end of the lift to a release pose over the bin of the object's colour."""
