@@ -65,8 +65,9 @@ def main() -> None:
             steps.append(res.steps)
             console.print(f"[dim]{kind} {k}: {res.failure or 'admitted'}, plan {res.seconds['plan']:.2f} s[/]")
         plan_a, floor_a = np.array(plan), np.array(floor)
+        failures = ", ".join(f"{f} {c}" for f, c in fails.most_common()) or "none"
         table.add_row(
-            kind, str(args.n), str(ok), f"{ok / args.n:.0%}", ", ".join(f"{f} {c}" for f, c in fails.most_common()) or "none",
+            kind, str(args.n), str(ok), f"{ok / args.n:.0%}", failures,
             f"{plan_a.mean():.2f}", f"{np.median(plan_a):.2f}", f"{np.percentile(plan_a, 90):.2f}",
             f"{floor_a.mean():.2f}", f"{np.mean(steps):.0f}", f"{plan_a.sum() / max(floor_a.sum(), 1e-9):.2f}",
         )  # fmt: skip

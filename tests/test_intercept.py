@@ -52,7 +52,9 @@ def test_grasp_track_meets_the_object_at_belt_speed():
     ahead = motion.velocity * timing.descend / 2
     np.testing.assert_allclose(rel[0], T_object_hand[:3, 3] + [0, 0, timing.standoff] + ahead, atol=1e-9)
     n_close = int(timing.close / dt)
-    np.testing.assert_allclose(rel[at_grasp : at_grasp + n_close], np.tile(T_object_hand[:3, 3], (n_close, 1)), atol=1e-9)
+    np.testing.assert_allclose(
+        rel[at_grasp : at_grasp + n_close], np.tile(T_object_hand[:3, 3], (n_close, 1)), atol=1e-9
+    )
     v = np.diff(track.poses[:, :3, 3], axis=0) / dt
     np.testing.assert_allclose(v[0], 0.0, atol=1e-3)  # starts at rest ...
     np.testing.assert_allclose(v[at_grasp], motion.velocity, atol=2e-3)  # ... moves with the belt to grasp

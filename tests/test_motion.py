@@ -132,9 +132,11 @@ def test_time_parameterisation_respects_the_limits():
     v = np.diff(q, axis=0) / dt
     a = np.diff(v, axis=0) / dt
     assert np.all(np.abs(v) <= vmax * 1.01) and np.all(np.abs(a) <= amax * 1.05)
-    np.testing.assert_allclose(q[0], path[0]) and np.testing.assert_allclose(q[-1], path[-1], atol=1e-9)
+    np.testing.assert_allclose(q[0], path[0])
+    np.testing.assert_allclose(q[-1], path[-1], atol=1e-9)
     np.testing.assert_allclose(traj.sample(traj.durations[0]), path[1], atol=1e-9)  # passes the waypoint
-    np.testing.assert_allclose(traj.velocity(0.0), 0.0) and np.testing.assert_allclose(traj.velocity(traj.duration), 0.0)
+    np.testing.assert_allclose(traj.velocity(0.0), 0.0)  # rest to rest
+    np.testing.assert_allclose(traj.velocity(traj.duration), 0.0)
     # time-optimal per segment: one joint saturates its velocity or acceleration limit
     peak_v = np.max(np.abs(v[: int(traj.durations[0] / dt) - 2]), axis=0)
     assert np.max(peak_v / vmax) > 0.97 or np.max(np.abs(a) / amax) > 0.97

@@ -90,7 +90,11 @@ class CellCollision:
             return out
 
         # the belt and the bed under it: a closing hand's fingertips press on the belt and slide
-        hand, obj, belt = mask(self.hand_geoms), mask([self.object_geom]), mask([self.belt_geom, m.geom("conveyor_bed").id])
+        hand, obj, belt = (
+            mask(self.hand_geoms),
+            mask([self.object_geom]),
+            mask([self.belt_geom, m.geom("conveyor_bed").id]),
+        )
         self._allowances = {"hand_object": (hand, obj), "hand_belt": (hand, belt), "object_belt": (obj, belt)}
 
     # --- state ------------------------------------------------------------------------------

@@ -390,7 +390,9 @@ class GraspSampler:
                 for _ in range(5):
                     mid = 0.5 * (lo + hi)
                     probe.set(T, hand_grasp_pose(kind, mid))
-                    lo, hi = (mid, hi) if min(probe.dist(g) for g in probe.finger_geoms[f]) > c.contact_tol else (lo, mid)
+                    lo, hi = (
+                        (mid, hi) if min(probe.dist(g) for g in probe.finger_geoms[f]) > c.contact_tol else (lo, mid)
+                    )
                 probe.set(T, hand_grasp_pose(kind, hi))
                 contacts[f] = probe.contact_normal(min(probe.finger_geoms[f], key=probe.dist))
                 stop[f] = hi

@@ -223,7 +223,9 @@ class MotionPlanner:
             t_grasp = round(t_grasp / dt) * dt  # grasps start on the control grid
             track = grasp_track(motion, grasp.T_object_hand, t_grasp, tm, dt)
             t_pre = track.times[0]
-            far = max(self._beyond_reach(T_base_world @ T, cell_arm) for T in track.poses[:: max(1, len(track.poses) // 4)])
+            far = max(
+                self._beyond_reach(T_base_world @ T, cell_arm) for T in track.poses[:: max(1, len(track.poses) // 4)]
+            )
             if far > 0:  # some pose lies beyond the arm's reach: the object is still far (or past)
                 fails.note("unreachable", f"grasp track at t={t_grasp:.1f} s is {far:.2f} m out of reach")
                 t_grasp += max(c.grasp_times, dt * math.floor(far / max(np.linalg.norm(motion.velocity), 1e-3) / dt))
@@ -333,7 +335,8 @@ class MotionPlanner:
             if not checker.free(q, hand, **kw):
                 hits = checker.collisions(q, hand, **kw)
                 frame = any(
-                    (a in checker.hand_names and b.startswith("conveyor")) or (b in checker.hand_names and a.startswith("conveyor"))
+                    (a in checker.hand_names and b.startswith("conveyor"))
+                    or (b in checker.hand_names and a.startswith("conveyor"))
                     for a, b, _ in hits
                 )
                 return "conveyor" if frame else "arm"
@@ -372,7 +375,9 @@ class MotionPlanner:
         def motion_free(a, b_):
             return checker.motion_free(a, b_, q_hand=hand, held=held)
 
-        path = self._path(q_lift, best[1], self._vias(ik, T_base_world, track.poses[-1], q_lift, best[1]), motion_free, rng)
+        path = self._path(
+            q_lift, best[1], self._vias(ik, T_base_world, track.poses[-1], q_lift, best[1]), motion_free, rng
+        )
         if path is None:
             fails.note("no_carry_path")
             fails.raise_()
@@ -431,6 +436,14 @@ class MotionPlanner:
                 "release": (times >= t_open_end).astype(np.int8),
             },
         }
-        phases = {"approach": t_start, "descend": t_pre, "close": t_grasp, "lift": t_closed, "carry": t_lift_end,
-                  "release": t_carry_end, "retreat": t_open_end, "end": t_open_end + retreat.duration}
+        phases = {
+            "approach": t_start,
+            "descend": t_pre,
+            "close": t_grasp,
+            "lift": t_closed,
+            "carry": t_lift_end,
+            "release": t_carry_end,
+            "retreat": t_open_end,
+            "end": t_open_end + retreat.duration,
+        }
         return PlannedEpisode(commands, q, frames, grasp, t_grasp, phases)

@@ -119,9 +119,7 @@ def _prune(path: list[np.ndarray], motion_free: MotionFree) -> list[np.ndarray]:
     return out
 
 
-def shortcut(
-    path: list[np.ndarray], motion_free: MotionFree, rng: np.random.Generator, tries: int
-) -> list[np.ndarray]:
+def shortcut(path: list[np.ndarray], motion_free: MotionFree, rng: np.random.Generator, tries: int) -> list[np.ndarray]:
     """Shorten a path: greedy pruning of waypoints, then randomised shortcuts (two random points of
     the path joined by a straight segment when it is free), then pruning again."""
     path = _prune([np.asarray(q, float) for q in path], motion_free)
