@@ -116,3 +116,18 @@ def test_an_unreachable_bin_is_a_planning_failure(planner):
     with pytest.raises(ConfigError, match="speed_fraction"):
         PlannerConfig(speed_fraction=1.5)
     assert issubclass(PlanningFailed, Exception)
+
+
+def test_generate_one_shows_a_planned_episode(tmp_path, capsys):
+    import cv2
+
+    from r2s2r.cli import main
+
+    world = WorldParams.nominal().save(tmp_path / "world.json")
+    out = tmp_path / "planned.mp4"
+    args = ["generate-one", "--behavior", "planner", "--world", str(world), "--seed", "2", "--video", str(out)]
+    assert main(args) == 0
+    err = " ".join(capsys.readouterr().err.split())  # rich wraps long lines
+    assert "planner episode, seed 2, nominal: success" in err
+    cap = cv2.VideoCapture(str(out))
+    assert cap.read()[0] and int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) > 20
