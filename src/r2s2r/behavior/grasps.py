@@ -22,7 +22,9 @@ how many fingers meet the surface (of five), the antipodal margin of the best th
 closure, margin 1 - worst angle / cone half-angle), palm support (power: palm-surface gap),
 clearance of the hand from the belt plane during the approach and closure, and lift capacity (per
 unit grip force, the upward force each contact's friction cone can give, averaged: fingers under
-an edge or on a side lift, fingers on a top surface only press the object into the belt). A pattern
+an edge or on a side lift, fingers on a top surface only press the object into the belt), and
+simultaneity (the thumb and the opposing fingers reach the surface at nearly the same closure: a
+side that touches first shoves the object across the belt until the other side arrives). A pattern
 search over the hand position (hand frame) maximises the score. Poses whose hand penetrates the
 object before closing, whose open hand meets the belt on the approach, whose fingers would press
 more than ``max_press`` into the belt, power grasps whose palm is more than ``max_palm_gap`` off
@@ -67,7 +69,8 @@ class GraspConfig:
     refine_top: int = 6  # best seeds per (kind, approach) refined
     refine_step: float = 0.006  # first step of the pattern search
     refine_rounds: int = 3  # step halvings
-    weights: tuple[float, ...] = (1.0, 1.0, 0.5, 0.25, 1.5)  # fingers, antipodal, palm, clearance, lift
+    push_window: float = 0.15  # closure lag between thumb and fingers that scores zero simultaneity
+    weights: tuple[float, ...] = (1.0, 1.0, 0.5, 0.25, 1.5, 1.0)  # fingers, antipodal, palm, clearance, lift, together
 
     def __post_init__(self) -> None:
         bad_kind = set(self.kinds) - set(GRASP_KINDS)
@@ -340,6 +343,11 @@ class GraspSampler:
         # give (pushing on a downward-facing surface lifts, a top surface pushes down), averaged.
         mu = c.friction
         lift = float(np.mean([-n[2] + mu * math.sqrt(max(1.0 - n[2] ** 2, 0.0)) for _, n in contacts.values()]))
+        # Simultaneity: the thumb and the fingers opposing it reach the surface together; a side that
+        # touches first pushes the object, unopposed, until the other side arrives.
+        others = [closures[i] for i, f in enumerate(FINGERS) if f in contacts and f != "thumb"]
+        lag = abs(closures[0] - float(np.mean(others))) if others else 1.0
+        together = max(0.0, 1.0 - lag / c.push_window)
         w = c.weights
         palm = math.exp(-max(palm_gap, 0.0) / 0.01) if kind == "power" else 0.0
         score = (
@@ -348,6 +356,7 @@ class GraspSampler:
             + w[2] * palm
             + w[3] * min(clearance / c.max_press, 1.0)
             + w[4] * min(lift / mu, 1.0)
+            + w[5] * together
         )
         return _Eval(score, len(contacts), antipodal, palm_gap, clearance, closures, lift)
 

@@ -48,14 +48,19 @@ STAGES = ("no_grasp", "unreachable", "too_late", "collision", "no_carry_path", "
 
 @dataclass(frozen=True)
 class PlannerConfig:
-    grasps: GraspConfig = GraspConfig()
+    # Oblique approaches are sampled by the grasp generator but left out here: executed under
+    # physics they admitted 3 of 5 picks where top grasps admitted 15 of 15 (same episodes, see
+    # docs/benchmarks.md), a difference the kinematic grasp score does not see.
+    grasps: GraspConfig = GraspConfig(approaches=("top", "side"))
     timing: GraspTiming = GraspTiming()
     rrt: RRTConfig = RRTConfig()
     collision: CollisionConfig = CollisionConfig()
     ik: IKConfig = IKConfig(max_iters=80, stall_iters=8)
     speed_fraction: float = 0.7  # of the rated joint speeds (rizon.VELOCITY_LIMIT)
     accel_limit: tuple[float, ...] = (6.0, 6.0, 8.0, 8.0, 12.0, 12.0, 12.0)  # rad/s^2
-    max_grasps: int = 6  # grasp candidates tried, best first
+    max_grasps: int = 4  # grasp proposals tried, best first ...
+    yaw_alternatives: int = 3  # ... each at up to this many equivalent turns about the object's axis
+    max_yaw_deviation: float = math.radians(100.0)  # of the fingers from pointing away from the base
     grasp_times: float = 0.2  # s between candidate grasp times
     approach_slack: float = 0.1  # s of the approach trajectory kept in hand before the pre-grasp
     belt_margin: float = 0.12  # m: the grasp must end this far before the belt's downstream end
@@ -151,22 +156,29 @@ class MotionPlanner:
 
     # --- planning ----------------------------------------------------------------------------
     def candidates(self, object_name: str, T_world_object: np.ndarray, base_pos: np.ndarray) -> list[Grasp]:
-        """Grasps to try, best first: each proposal turned about the object's symmetry axis to the
-        equivalent closest to fingers pointing away from the arm's base."""
+        """Grasps to try: the ``max_grasps`` best proposals, each turned about the object's
+        symmetry axis to its ``yaw_alternatives`` equivalents closest to fingers pointing away
+        from the arm's base (best proposal first, its turns in order of that deviation)."""
         c = self.config
         away = T_world_object[:2, 3] - base_pos[:2]
         away_yaw = math.atan2(away[1], away[0])
         out = []
-        for g in self.sampler.grasps(object_name):
-            best, best_dev = None, math.inf
-            for angle in g.equivalent_angles(math.radians(5.0)):
+        for g in self.sampler.grasps(object_name)[: c.max_grasps]:
+            turns = []
+            for angle in g.equivalent_angles(math.radians(10.0)):
                 x = (T_world_object @ g.about_z(angle).T_object_hand)[:3, 0]
-                dev = abs((math.atan2(x[1], x[0]) - away_yaw + math.pi) % (2 * math.pi) - math.pi)
-                if np.hypot(x[0], x[1]) > 1e-6 and dev < best_dev:
-                    best, best_dev = g.about_z(angle), dev
-            out.append(best if best is not None else g)
-            if len(out) >= c.max_grasps:
-                break
+                if np.hypot(x[0], x[1]) < 1e-6:  # fingers straight up or down: any turn is alike
+                    turns.append((0.0, angle))
+                    continue
+                turns.append((abs((math.atan2(x[1], x[0]) - away_yaw + math.pi) % (2 * math.pi) - math.pi), angle))
+            turns.sort()
+            picked: list[float] = []
+            for dev, angle in turns:  # distinct turns, at least 25 degrees apart
+                if dev <= c.max_yaw_deviation and all(abs(angle - a) > math.radians(25) for a in picked):
+                    picked.append(angle)
+                if len(picked) == c.yaw_alternatives:
+                    break
+            out += [g.about_z(a) for a in picked]
         return out
 
     def plan(self, cell: SimCell, condition: Condition, rng: np.random.Generator) -> PlannedEpisode:
