@@ -6,24 +6,14 @@ import numpy as np
 import pytest
 
 from r2s2r.behavior.intercept import BeltMotion, GraspTiming, grasp_track
-from r2s2r.behavior.planner import MotionPlanner
 from r2s2r.geometry import inv_T, make_T
-from r2s2r.world.cell import CellConfig, SimCell
 from r2s2r.world.conditions import Condition
 from r2s2r.world.engine import home_command
-from r2s2r.world.params import WorldParams
 
 
 @pytest.fixture(scope="module")
-def cell():
-    c = SimCell(WorldParams.nominal(), CellConfig(image_size=16, cameras=("head_left",)))
-    yield c
-    c.close()
-
-
-@pytest.fixture(scope="module")
-def planner():
-    return MotionPlanner()
+def cell(small_cell):
+    return small_cell
 
 
 def test_belt_motion_predicts_the_riding_object(cell):

@@ -10,7 +10,7 @@ import pytest
 
 from r2s2r.behavior.collision import CellCollision, CollisionConfig
 from r2s2r.behavior.intercept import BeltMotion
-from r2s2r.behavior.planner import MotionPlanner, PlannerConfig
+from r2s2r.behavior.planner import PlannerConfig
 from r2s2r.data import Dataset, DatasetWriter, check_dataset, check_episode
 from r2s2r.errors import ConfigError, PlanningFailed
 from r2s2r.generate.rollout import rollout, sim_features
@@ -25,15 +25,8 @@ FAST = Condition("belt_speed", "blue_cylinder", 0.17, -0.15, -0.04, -1.2)
 
 
 @pytest.fixture(scope="module")
-def cell():
-    c = SimCell(WorldParams.nominal(), CellConfig(image_size=16, cameras=("head_left",)))
-    yield c
-    c.close()
-
-
-@pytest.fixture(scope="module")
-def planner():
-    return MotionPlanner()
+def cell(small_cell):
+    return small_cell
 
 
 @pytest.fixture(scope="module")
