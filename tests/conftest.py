@@ -40,3 +40,21 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def small_cell():
+    """A nominal ``SimCell`` with one 16-px camera (cheap control steps), per test module."""
+    from r2s2r.world.cell import CellConfig, SimCell
+
+    cell = SimCell(WorldParams.nominal(), CellConfig(image_size=16, cameras=("head_left",)))
+    yield cell
+    cell.close()
+
+
+@pytest.fixture(scope="module")
+def planner():
+    """A ``MotionPlanner`` (it keeps grasps per object: shared within a test module)."""
+    from r2s2r.behavior.planner import MotionPlanner
+
+    return MotionPlanner()

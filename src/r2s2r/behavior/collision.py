@@ -66,6 +66,7 @@ class CellCollision:
         self.hand_geoms = {g for g in physical if m.geom_bodyid[g] in hand_bodies}
         self.link_geoms = {g for g in physical if m.geom_bodyid[g] in link_bodies}
         self.upper_geoms = {g for g in physical if m.geom_bodyid[g] in upper}
+        self.hand_names = frozenset(m.geom(g).name for g in self.hand_geoms)
         self.object_geom = m.geom("object").id
         self.belt_geom = m.geom("belt_surface").id
         self.base_geom = m.geom("right_base_geom").id
@@ -88,7 +89,12 @@ class CellCollision:
             out[list(ids)] = True
             return out
 
-        hand, obj, belt = mask(self.hand_geoms), mask([self.object_geom]), mask([self.belt_geom])
+        # the belt and the bed under it: a closing hand's fingertips press on the belt and slide
+        hand, obj, belt = (
+            mask(self.hand_geoms),
+            mask([self.object_geom]),
+            mask([self.belt_geom, m.geom("conveyor_bed").id]),
+        )
         self._allowances = {"hand_object": (hand, obj), "hand_belt": (hand, belt), "object_belt": (obj, belt)}
 
     # --- state ------------------------------------------------------------------------------
@@ -159,12 +165,29 @@ class CellCollision:
 
     def motion_free(self, q_from, q_to, q_hand=None, object_pose=None, held=None, allow=()) -> bool:
         """Whether the straight joint-space motion q_from -> q_to is free, checked every
-        ``resolution`` rad of the largest joint step (both ends included)."""
+        ``resolution`` rad of the largest joint step (both ends included), coarse to fine (the
+        ends, the middle, the quarters, ...) so that a blocked motion is rejected early."""
         q_from, q_to = np.asarray(q_from, float), np.asarray(q_to, float)
         n = max(1, int(np.ceil(np.max(np.abs(q_to - q_from)) / self.config.resolution)))
         return all(
-            self.free(q_from + (k / n) * (q_to - q_from), q_hand, object_pose, held, allow) for k in range(n + 1)
+            self.free(q_from + (k / n) * (q_to - q_from), q_hand, object_pose, held, allow) for k in coarse_to_fine(n)
         )
+
+
+def coarse_to_fine(n: int) -> list[int]:
+    """0..n, ends first, then midpoints of ever finer halvings (each index once)."""
+    order, seen = [0, n], {0, n}
+    step = n
+    while step > 1:
+        half = step / 2
+        for k in np.arange(half, n, step):
+            i = int(round(k))
+            if i not in seen:
+                seen.add(i)
+                order.append(i)
+        step = half
+    order += [i for i in range(n + 1) if i not in seen]
+    return order
 
 
 def collision_free_ik(
@@ -176,13 +199,6 @@ def collision_free_ik(
     restarts: int = 4,
     **check,
 ) -> IKResult | None:
-    """IK from each seed, then from ``restarts`` random seeds inside the joint limits; the first
-    solution within tolerance whose configuration is collision-free (``check``: the arguments of
-    ``CellCollision.free`` besides the arm), or None (unreachable, or only in collision)."""
-    lo, hi = ik.model.jnt_range[:, 0], ik.model.jnt_range[:, 1]
-    tries = [np.asarray(s, float) for s in seeds] + [rng.uniform(lo, hi) for _ in range(restarts)]
-    for q0 in tries:
-        res = ik.solve(T_base_tool, q0)
-        if res.ok and checker.free(res.q, **check):
-            return res
-    return None
+    """``ik.solve_restarts`` accepting only collision-free configurations (``check``: the
+    arguments of ``CellCollision.free`` besides the arm), or None."""
+    return ik.solve_restarts(T_base_tool, seeds, rng, restarts, accept=lambda q: checker.free(q, **check))

@@ -19,10 +19,16 @@ Refinement and score. The hand's kinematic model closes along ``hand_grasp_pose`
 finger stops where it first meets the object's surface (the servos stall there). Scored terms:
 how many fingers meet the surface (of five), the antipodal margin of the best thumb/finger pair
 (the segment between the two contacts inside both friction cones: Nguyen's two-contact force
-closure, margin 1 - worst angle / cone half-angle), palm support (power: palm-surface gap), and
-clearance of every hand geom from the belt plane during the approach and closure. A pattern
+closure, margin 1 - worst angle / cone half-angle), palm support (power: palm-surface gap),
+clearance of the hand from the belt plane during the approach and closure, and lift capacity (per
+unit grip force, the upward force each contact's friction cone can give, averaged: fingers under
+an edge or on a side lift, fingers on a top surface only press the object into the belt), and
+simultaneity (the thumb and the opposing fingers reach the surface at nearly the same closure: a
+side that touches first shoves the object across the belt until the other side arrives). A pattern
 search over the hand position (hand frame) maximises the score. Poses whose hand penetrates the
-object before closing, or the belt at any point, or without a force-closure pair, are rejected.
+object before closing, whose open hand meets the belt on the approach, whose fingers would press
+more than ``max_press`` into the belt, power grasps whose palm is more than ``max_palm_gap`` off
+the object, and poses without a force-closure pair are rejected.
 """
 
 from __future__ import annotations
@@ -55,14 +61,16 @@ class GraspConfig:
     closure_steps: int = 20  # closure sweep resolution (then bisected to the first contact)
     contact_tol: float = 0.001  # a finger meets the surface within this distance
     friction: float = 1.0  # pad-object friction: the cone half-angle is atan(friction)
-    palm_gaps: tuple[float, ...] = (0.004, 0.012)  # power seeds: palm this far from the object's surface
+    palm_gaps: tuple[float, ...] = (0.004, 0.009)  # power seeds: palm this far from the object's surface
+    max_palm_gap: float = 0.01  # a power grasp closes with the palm on the object (hand.py)
     standoff: float = 0.08  # pre-grasp distance back along the approach, checked clear
     min_clearance: float = 0.001  # the open hand's least height above the belt plane on the approach
-    max_press: float = 0.015  # fingers may press this deep into the belt while closing (they slide on it)
+    max_press: float = 0.022  # fingers may press this deep into the belt while closing (they slide on it)
     refine_top: int = 6  # best seeds per (kind, approach) refined
     refine_step: float = 0.006  # first step of the pattern search
     refine_rounds: int = 3  # step halvings
-    weights: tuple[float, float, float, float] = (1.0, 1.0, 0.5, 0.25)  # fingers, antipodal, palm, clearance
+    push_window: float = 0.15  # closure lag between thumb and fingers that scores zero simultaneity
+    weights: tuple[float, ...] = (1.0, 1.0, 0.5, 0.25, 1.5, 1.0)  # fingers, antipodal, palm, clearance, lift, together
 
     def __post_init__(self) -> None:
         bad_kind = set(self.kinds) - set(GRASP_KINDS)
@@ -88,6 +96,7 @@ class Grasp:
     palm_gap: float  # palm-surface distance before closing, m
     clearance: float  # least hand-belt distance during approach and closure, m
     closures: tuple[float, ...] = field(default=(1.0,) * 5)  # per finger: closure at first contact (1: none)
+    lift: float = 0.0  # upward force the contacts' friction cones can give per unit grip force
     symmetry: int = 1  # object's rotational symmetry order about its z (0: any angle)
 
     @property
@@ -197,6 +206,7 @@ class _Eval:
     palm_gap: float = math.inf
     clearance: float = -math.inf
     closures: tuple[float, ...] = (1.0,) * 5
+    lift: float = 0.0
 
 
 _REJECT = _Eval(-math.inf)
@@ -239,6 +249,7 @@ class GraspSampler:
             palm_gap=float(e.palm_gap),
             clearance=float(e.clearance),
             closures=e.closures,
+            lift=e.lift,
             symmetry=symmetry_order(name),
         )
 
@@ -315,6 +326,8 @@ class GraspSampler:
             if clearance < c.min_clearance or min(probe.dist(g) for g in probe.hand_geoms) <= 0.0:
                 return _REJECT
         palm_gap = probe.dist(probe.palm)
+        if kind == "power" and palm_gap > c.max_palm_gap:
+            return _REJECT
         closures, contacts, hand_q, pressed = self._close(probe, T, kind)
         if pressed < -c.max_press:
             return _REJECT
@@ -326,6 +339,15 @@ class GraspSampler:
         antipodal = self._antipodal(contacts)
         if antipodal <= 0.0:
             return _REJECT
+        # Lift capacity: per unit grip force, the most upward force each contact's friction cone can
+        # give (pushing on a downward-facing surface lifts, a top surface pushes down), averaged.
+        mu = c.friction
+        lift = float(np.mean([-n[2] + mu * math.sqrt(max(1.0 - n[2] ** 2, 0.0)) for _, n in contacts.values()]))
+        # Simultaneity: the thumb and the fingers opposing it reach the surface together; a side that
+        # touches first pushes the object, unopposed, until the other side arrives.
+        others = [closures[i] for i, f in enumerate(FINGERS) if f in contacts and f != "thumb"]
+        lag = abs(closures[0] - float(np.mean(others))) if others else 1.0
+        together = max(0.0, 1.0 - lag / c.push_window)
         w = c.weights
         palm = math.exp(-max(palm_gap, 0.0) / 0.01) if kind == "power" else 0.0
         score = (
@@ -333,8 +355,10 @@ class GraspSampler:
             + w[1] * min(antipodal, 1.0)
             + w[2] * palm
             + w[3] * min(clearance / c.max_press, 1.0)
+            + w[4] * min(lift / mu, 1.0)
+            + w[5] * together
         )
-        return _Eval(score, len(contacts), antipodal, palm_gap, clearance, closures)
+        return _Eval(score, len(contacts), antipodal, palm_gap, clearance, closures, lift)
 
     def _antipodal(self, contacts: dict[str, tuple[np.ndarray, np.ndarray]]) -> float:
         """Best two-contact force-closure margin between the thumb and another finger (-1: none)."""
@@ -375,7 +399,9 @@ class GraspSampler:
                 for _ in range(5):
                     mid = 0.5 * (lo + hi)
                     probe.set(T, hand_grasp_pose(kind, mid))
-                    lo, hi = (mid, hi) if min(probe.dist(g) for g in probe.finger_geoms[f]) > c.contact_tol else (lo, mid)
+                    lo, hi = (
+                        (mid, hi) if min(probe.dist(g) for g in probe.finger_geoms[f]) > c.contact_tol else (lo, mid)
+                    )
                 probe.set(T, hand_grasp_pose(kind, hi))
                 contacts[f] = probe.contact_normal(min(probe.finger_geoms[f], key=probe.dist))
                 stop[f] = hi

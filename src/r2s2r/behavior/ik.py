@@ -1,12 +1,14 @@
 """Inverse kinematics of one arm on given kinematics (the factory file or a WorldParams arm), via mink.
 
 ``ArmIK.solve(T_base_tool, q_seed)`` returns encoder-frame joint values putting the tool frame at
-``T_base_tool`` (pose of the tool in the arm's base frame), or reports that it could not.
+``T_base_tool`` (pose of the tool in the arm's base frame), or reports that it could not;
+``solve_restarts`` tries several seeds and random restarts, with an acceptance test.
 The tool frame is ``T_flange_tool`` (4x4) in the flange frame.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import mink
@@ -26,6 +28,7 @@ class IKConfig:
     dt: float = 0.2  # integration step of the differential IK, s
     posture_cost: float = 1e-3  # pull toward the seed (resolves the redundant 7th DoF)
     damping: float = 1e-4
+    stall_iters: int = 0  # give up when the error has not fallen 1 % in this many iterations (0: never)
 
 
 @dataclass(frozen=True)
@@ -90,12 +93,16 @@ class ArmIK:
         pos, quat = split_T(T_base_tool)
         self._task.set_target(mink.SE3.from_rotation_and_translation(mink.SO3(wxyz=quat), pos))
         self._posture.set_target(q)
+        history: list[float] = []
         for _ in range(c.max_iters):
             T_now = self._cfg.get_transform_frame_to_world("tool", "site").as_matrix()
             pe = float(np.linalg.norm(T_now[:3, 3] - T_base_tool[:3, 3]))
             re = rotation_angle(T_now[:3, :3], T_base_tool[:3, :3])
             if pe < c.pos_tol and re < c.rot_tol:
                 return IKResult(self._cfg.q.copy(), True, pe, re)
+            history.append(pe / c.pos_tol + re / c.rot_tol)
+            if c.stall_iters and len(history) > c.stall_iters and history[-1] > 0.99 * history[-1 - c.stall_iters]:
+                return IKResult(self._cfg.q.copy(), False, pe, re)
             vel = mink.solve_ik(
                 self._cfg, [self._task, self._posture], c.dt, "daqp", damping=c.damping, limits=self._limits
             )
@@ -104,3 +111,22 @@ class ArmIK:
         pe = float(np.linalg.norm(T_now[:3, 3] - T_base_tool[:3, 3]))
         re = rotation_angle(T_now[:3, :3], T_base_tool[:3, :3])
         return IKResult(self._cfg.q.copy(), pe < c.pos_tol and re < c.rot_tol, pe, re)
+
+    def solve_restarts(
+        self,
+        T_base_tool: np.ndarray,
+        seeds: list[np.ndarray],
+        rng: np.random.Generator,
+        restarts: int = 4,
+        accept: Callable[[np.ndarray], bool] | None = None,
+    ) -> IKResult | None:
+        """IK from each seed, then from ``restarts`` random configurations inside the joint
+        limits: the first solution within tolerance that ``accept`` (e.g. a collision check)
+        takes, or None when the pose is unreachable (or reachable only where ``accept`` refuses)."""
+        lo, hi = rizon.JOINT_RANGE[:, 0], rizon.JOINT_RANGE[:, 1]
+        for k in range(len(seeds) + restarts):
+            q0 = np.asarray(seeds[k], float) if k < len(seeds) else rng.uniform(lo, hi)
+            res = self.solve(T_base_tool, q0)
+            if res.ok and (accept is None or accept(res.q)):
+                return res
+        return None

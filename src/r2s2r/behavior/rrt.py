@@ -107,33 +107,36 @@ def rrt_connect(
     return None
 
 
-def shortcut(
-    path: list[np.ndarray], motion_free: MotionFree, rng: np.random.Generator, tries: int
-) -> list[np.ndarray]:
-    """Randomised shortcutting: join two random points of the path by a straight segment when it
-    is free; then drop waypoints whose neighbours see each other directly."""
-    path = [np.asarray(q, float) for q in path]
+def _prune(path: list[np.ndarray], motion_free: MotionFree) -> list[np.ndarray]:
+    """Greedy visibility: from each kept waypoint jump to the farthest one it sees directly."""
+    out, i = [path[0]], 0
+    while i < len(path) - 1:
+        j = len(path) - 1
+        while j > i + 1 and not motion_free(path[i], path[j]):
+            j -= 1
+        out.append(path[j])
+        i = j
+    return out
+
+
+def shortcut(path: list[np.ndarray], motion_free: MotionFree, rng: np.random.Generator, tries: int) -> list[np.ndarray]:
+    """Shorten a path: greedy pruning of waypoints, then randomised shortcuts (two random points of
+    the path joined by a straight segment when it is free), then pruning again."""
+    path = _prune([np.asarray(q, float) for q in path], motion_free)
     for _ in range(tries):
         if len(path) < 3:
             break
         lengths = np.array([np.max(np.abs(b - a)) for a, b in zip(path[:-1], path[1:], strict=True)])
         cum = np.concatenate([[0.0], np.cumsum(lengths)])
         u, v = np.sort(rng.uniform(0.0, cum[-1], 2))
-        i, j = (int(np.searchsorted(cum, x, side="right")) - 1 for x in (u, v))
-        i, j = min(i, len(lengths) - 1), min(j, len(lengths) - 1)
+        i, j = (min(int(np.searchsorted(cum, x, side="right")) - 1, len(lengths) - 1) for x in (u, v))
         if i == j:
             continue
         qa = path[i] + (u - cum[i]) / max(lengths[i], 1e-12) * (path[i + 1] - path[i])
         qb = path[j] + (v - cum[j]) / max(lengths[j], 1e-12) * (path[j + 1] - path[j])
         if motion_free(qa, qb):
             path = path[: i + 1] + [qa, qb] + path[j + 1 :]
-    k = 0
-    while k + 2 < len(path):  # remove needless waypoints
-        if motion_free(path[k], path[k + 2]):
-            del path[k + 1]
-        else:
-            k += 1
-    return path
+    return _prune(path, motion_free)
 
 
 @dataclass(frozen=True, eq=False)
