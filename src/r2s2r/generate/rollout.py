@@ -27,21 +27,12 @@ import mujoco
 import numpy as np
 
 from r2s2r.data import Episode, Feature, Provenance, standard_features
-from r2s2r.errors import R2S2RError
+from r2s2r.errors import PlanningFailed, R2S2RError
 from r2s2r.world.cell import SimCell
 from r2s2r.world.conditions import Condition
 
 STATE_SPEC = mujoco.mjtState.mjSTATE_FULLPHYSICS
 EEF_SITE = "right_flange_site"  # MimicGen's eef pose: T_world_flange
-
-
-class PlanningFailed(R2S2RError):
-    """A behaviour found no plan for this episode; ``reason`` is a short token (``no_grasp``,
-    ``unreachable``, ``collision``, ...) that the generation statistics count."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"planning failed ({reason}){': ' + detail if detail else ''}")
-        self.reason = reason
 
 
 @runtime_checkable
