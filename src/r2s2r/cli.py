@@ -15,6 +15,7 @@ import tyro
 
 from r2s2r.calibrate.commands import calibrate_command
 from r2s2r.errors import R2S2RError
+from r2s2r.generate.one import generate_one_command
 
 
 def cell_show(
@@ -185,6 +186,7 @@ COMMANDS: dict[str, dict[str, Callable[..., None]] | Callable[..., None]] = {
     "data": {"check": data_check, "show": data_show},
     "world": {"ungrounded": world_ungrounded},
     "calibrate": calibrate_command,
+    "generate-one": generate_one_command,
 }
 
 

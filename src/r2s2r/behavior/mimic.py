@@ -59,7 +59,7 @@ class MimicConfig:
     preshape_ratio: tuple[float, float] = (0.5, 1.5)  # clip of source extent / new extent
     ik_pos_tol: float = 0.004  # m, beyond which a target counts as unreachable
     ik_rot_tol: float = math.radians(3.0)
-    max_joint_step: float = 1.5  # x the joint speed limit x control period
+    max_joint_step: float = 3.0  # x the joint speed limit x control period: beyond it, an IK branch jump
     pose: PoseEstimateConfig = PoseEstimateConfig()
 
     def __post_init__(self) -> None:

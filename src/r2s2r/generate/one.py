@@ -30,7 +30,15 @@ class BehaviorInputs:
     demos: Path | None = None
 
 
-BEHAVIORS: dict[str, Callable[[BehaviorInputs], Behavior]] = {}
+def _mimic(inputs: BehaviorInputs) -> Behavior:
+    from r2s2r.behavior.mimic import MimicBehavior
+
+    if inputs.demos is None:
+        raise R2S2RError("--behavior mimic transforms real demonstrations: give their dataset with --demos DIR")
+    return MimicBehavior.from_dataset(inputs.demos, inputs.world)
+
+
+BEHAVIORS: dict[str, Callable[[BehaviorInputs], Behavior]] = {"mimic": _mimic}
 
 
 def make_behavior(name: str, inputs: BehaviorInputs) -> Behavior:
