@@ -204,6 +204,17 @@ class MimicBehavior:
         shift = 0 if speed < 1e-3 else int(round((x_grasp - x_new) / speed / dt)) - g
         return max(shift, -seg.approach)
 
+    def frame_yaw(self, src: SourceDemo, object_name: str, T_obj: np.ndarray) -> float:
+        """Yaw (belt frame) of the new object's frame: the source frame's yaw turned by the new
+        object's yaw difference, reduced by the new object's grasp symmetry (a cube turned by 80
+        degrees is grasped as one turned by -10); the source's for round objects."""
+        yaw_src = frame_yaw(self.world, object_frame(self.world, src.object_name, src.T_world_object0, src.belt_velocity, 0.0))
+        period = grasp_yaw_symmetry(object_name)
+        if period is None or grasp_yaw_symmetry(src.object_name) is None:
+            return yaw_src
+        d = frame_yaw(self.world, T_obj) - yaw_src
+        return yaw_src + (d + period / 2) % period - period / 2
+
     def transform(self, src: SourceDemo, object_name: str, T_obj: np.ndarray, v_new: np.ndarray,
                   q_start: np.ndarray, dt: float) -> MimicPlan:
         """The plan for a new object ``object_name`` starting at ``T_obj`` (world, its centre) on a belt
@@ -216,13 +227,7 @@ class MimicBehavior:
         step0 = max(k, 0)  # new step of source frame max(-k, 0)
         # object frames (time-indexed) and the bin frames
         O_src = [object_frame(w, src.object_name, src.T_world_object0, src.belt_velocity, i * dt) for i in range(n_src)]
-        yaw_src = frame_yaw(w, O_src[0])
-        period = grasp_yaw_symmetry(object_name)
-        if period is None or grasp_yaw_symmetry(src.object_name) is None:
-            yaw_new = yaw_src
-        else:
-            d = frame_yaw(w, T_obj) - yaw_src
-            yaw_new = yaw_src + (d + period / 2) % period - period / 2
+        yaw_new = self.frame_yaw(src, object_name, T_obj)
         lead = (v_new - src.belt_velocity) * src.lag
 
         def obj_tf(i: int) -> np.ndarray:  # source frame i -> new, in the moving object frame
