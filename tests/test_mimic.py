@@ -95,8 +95,10 @@ def test_identity_reproduces_the_source(real_demos, world, sources, cell):
     executed, lab_hand = ep.datagen_info["eef_pose"][:m], lab_hand[:m]
     err = np.linalg.norm(executed[:, :3, 3] - lab_hand[:, :3, 3], axis=1)
     p90 = np.percentile(err, 90)
-    print(f"executed vs the lab's hand: median {1000 * np.median(err):.1f} mm, 90 % {1000 * p90:.1f} mm, "
-          f"max {1000 * err.max():.1f} mm")
+    print(
+        f"executed vs the lab's hand: median {1000 * np.median(err):.1f} mm, 90 % {1000 * p90:.1f} mm, "
+        f"max {1000 * err.max():.1f} mm"
+    )
     # (the largest gaps are in the fast carry, where the lab's safety filter slowed the real arm)
     assert np.median(err) < 0.002 and p90 < 0.02
     assert ep.provenance.source_demo == src.index and ep.provenance.behavior == "mimic"
@@ -169,7 +171,9 @@ def test_admission_is_counted_and_admitted_episodes_are_stored(world, sources, t
         p = ep.provenance
         assert p.success and p.behavior == "mimic" and p.source_demo in {s.index for s in sources}
         info = ep.datagen_info
-        assert info["target_pose"].shape == (ep.num_samples, 4, 4) and info["eef_pose"].shape == info["target_pose"].shape
+        assert (
+            info["target_pose"].shape == (ep.num_samples, 4, 4) and info["eef_pose"].shape == info["target_pose"].shape
+        )
         assert set(info["subtask_term_signals"]) == {"grasp", "release"}
         assert info["subtask_term_signals"]["grasp"][-1] == 1 and info["subtask_term_signals"]["grasp"][0] == 0
 

@@ -1,2 +1,2 @@
-"""Behaviour: who moves the robot. IK, teleoperation (real demonstrations) and, later,
-MimicGen-style generation and motion planning."""
+"""Behaviour: who moves the robot. IK, teleoperation (real demonstrations), object pose estimation
+from the head stereo pair, and MimicGen-style generation from the demonstrations (``mimic``)."""

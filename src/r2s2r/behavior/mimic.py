@@ -135,8 +135,13 @@ class MimicBehavior:
 
     name = "mimic"
 
-    def __init__(self, sources: list[SourceDemo], world: WorldParams, config: MimicConfig = MimicConfig(),
-                 rejected: dict[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        sources: list[SourceDemo],
+        world: WorldParams,
+        config: MimicConfig = MimicConfig(),
+        rejected: dict[int, str] | None = None,
+    ) -> None:
         if not sources:
             raise R2S2RError("mimic: expected at least one source demonstration")
         self.sources = list(sources)
@@ -165,8 +170,12 @@ class MimicBehavior:
         _, y_old, yaw_old = self._belt_pose(src.T_world_object0)
         period = grasp_yaw_symmetry(object_name)
         dyaw = 0.0 if period is None else abs((yaw_new - yaw_old + period / 2) % period - period / 2)
-        return (10.0 * (new.shape != old.shape) + abs(new.extent - old.extent) / 0.01
-                + abs(y_new - y_old) / 0.03 + dyaw / (math.pi / 4))
+        return (
+            10.0 * (new.shape != old.shape)
+            + abs(new.extent - old.extent) / 0.01
+            + abs(y_new - y_old) / 0.03
+            + dyaw / (math.pi / 4)
+        )
 
     def select(self, object_name: str, T_world_object: np.ndarray, rng: np.random.Generator) -> SourceDemo:
         if self.config.selection == "nearest":
@@ -189,7 +198,9 @@ class MimicBehavior:
         q0 = cell.engine.command("right")
         plan = self.transform(src, condition.object, T_obj, v_new, q0, dt)
         if len(plan.actions) * dt + JUDGE_MARGIN > cell.config.max_duration:
-            raise PlanningFailed("too_long", f"{len(plan.actions) * dt:.1f} s plan in a {cell.config.max_duration} s trial")
+            raise PlanningFailed(
+                "too_long", f"{len(plan.actions) * dt:.1f} s plan in a {cell.config.max_duration} s trial"
+            )
         return plan
 
     def retime(self, src: SourceDemo, object_name: str, T_obj: np.ndarray, v_new: np.ndarray, dt: float) -> int:
@@ -208,15 +219,18 @@ class MimicBehavior:
         """Yaw (belt frame) of the new object's frame: the source frame's yaw turned by the new
         object's yaw difference, reduced by the new object's grasp symmetry (a cube turned by 80
         degrees is grasped as one turned by -10); the source's for round objects."""
-        yaw_src = frame_yaw(self.world, object_frame(self.world, src.object_name, src.T_world_object0, src.belt_velocity, 0.0))
+        yaw_src = frame_yaw(
+            self.world, object_frame(self.world, src.object_name, src.T_world_object0, src.belt_velocity, 0.0)
+        )
         period = grasp_yaw_symmetry(object_name)
         if period is None or grasp_yaw_symmetry(src.object_name) is None:
             return yaw_src
         d = frame_yaw(self.world, T_obj) - yaw_src
         return yaw_src + (d + period / 2) % period - period / 2
 
-    def transform(self, src: SourceDemo, object_name: str, T_obj: np.ndarray, v_new: np.ndarray,
-                  q_start: np.ndarray, dt: float) -> MimicPlan:
+    def transform(
+        self, src: SourceDemo, object_name: str, T_obj: np.ndarray, v_new: np.ndarray, q_start: np.ndarray, dt: float
+    ) -> MimicPlan:
         """The plan for a new object ``object_name`` starting at ``T_obj`` (world, its centre) on a belt
         moving at ``v_new`` (world, m/s), the arm commanded ``q_start`` (27,) now."""
         c, seg, w = self.config, src.segments, self.world
@@ -224,7 +238,6 @@ class MimicBehavior:
         a, g, n_src = seg.approach, seg.grasp_end, seg.length
         frames = np.r_[np.zeros(max(k, 0), int), np.arange(max(-k, 0), n_src)]  # source frame of each step
         n = len(frames)
-        step0 = max(k, 0)  # new step of source frame max(-k, 0)
         # object frames (time-indexed) and the bin frames
         O_src = [object_frame(w, src.object_name, src.T_world_object0, src.belt_velocity, i * dt) for i in range(n_src)]
         yaw_new = self.frame_yaw(src, object_name, T_obj)
@@ -278,8 +291,9 @@ class MimicBehavior:
             targets[step] = w_T
             actions[step] = np.r_[q, hand[i]]
         self._check_speed(actions[:, :7], dt, np.asarray(q_start[:7], float))
-        return MimicPlan(actions.astype(np.float32), targets, closure[frames], subtask, frames.astype(np.int32),
-                         src.index, k)
+        return MimicPlan(
+            actions.astype(np.float32), targets, closure[frames], subtask, frames.astype(np.int32), src.index, k
+        )
 
     def _fk(self, q: np.ndarray) -> np.ndarray:
         return inv_T(self.T_base_world) @ self.ik.forward(q)
@@ -287,8 +301,10 @@ class MimicBehavior:
     def _ik(self, T_world_flange: np.ndarray, seed: np.ndarray, frame: int) -> np.ndarray:
         res = self.ik.solve(self.T_base_world @ T_world_flange, seed)
         if not res.ok and (res.pos_err > self.config.ik_pos_tol or res.rot_err > self.config.ik_rot_tol):
-            raise PlanningFailed("unreachable", f"source frame {frame}: IK {1000 * res.pos_err:.1f} mm, "
-                         f"{math.degrees(res.rot_err):.1f} deg off")
+            raise PlanningFailed(
+                "unreachable",
+                f"source frame {frame}: IK {1000 * res.pos_err:.1f} mm, {math.degrees(res.rot_err):.1f} deg off",
+            )
         return res.q
 
     def _check_speed(self, q: np.ndarray, dt: float, q0: np.ndarray) -> None:

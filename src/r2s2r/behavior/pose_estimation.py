@@ -154,7 +154,9 @@ def _components(image: np.ndarray, color: str, region: np.ndarray, min_px: int) 
     return [((labels == k).astype(np.uint8), cent[k]) for k in order[:4] if stats[k, cv2.CC_STAT_AREA] >= min_px]
 
 
-def triangulate(cams: tuple[CameraParams, CameraParams], pixels: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, float]:
+def triangulate(
+    cams: tuple[CameraParams, CameraParams], pixels: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, float]:
     """Midpoint of the two viewing rays through ``pixels`` (world frame, m) and the rays' closest
     distance (m): stereo depth of one matched point."""
     origins, dirs = [], []
@@ -260,6 +262,7 @@ def _fit(
 
     def centroid_fit(xy: np.ndarray, yaw: float) -> np.ndarray:
         for _ in range(4):  # Gauss-Newton on the silhouette centroids (4 equations, 2 unknowns)
+
             def resid(q):
                 return np.concatenate([v.silhouette(world_points(np.r_[q, yaw]))[1] - v.centroid for v in views])
 
@@ -282,11 +285,26 @@ def _fit(
     starts = [np.r_[centroid_fit(np.asarray(xy0, float), yw), yw] for yw in yaws]
     p = min(starts, key=cost)
     if obj.shape == "box":
-        res = minimize(cost, p, method="Nelder-Mead", options=dict(initial_simplex=p + np.array(
-            [[0, 0, 0], [0.002, 0, 0], [0, 0.002, 0], [0, 0, math.radians(3)]]), xatol=2e-4, fatol=1e-4, maxiter=120))
+        res = minimize(
+            cost,
+            p,
+            method="Nelder-Mead",
+            options=dict(
+                initial_simplex=p + np.array([[0, 0, 0], [0.002, 0, 0], [0, 0.002, 0], [0, 0, math.radians(3)]]),
+                xatol=2e-4,
+                fatol=1e-4,
+                maxiter=120,
+            ),
+        )
     else:
-        res = minimize(lambda q: cost(np.r_[q, 0.0]), p[:2], method="Nelder-Mead", options=dict(
-            initial_simplex=p[:2] + np.array([[0, 0], [0.002, 0], [0, 0.002]]), xatol=2e-4, fatol=1e-4, maxiter=80))
+        res = minimize(
+            lambda q: cost(np.r_[q, 0.0]),
+            p[:2],
+            method="Nelder-Mead",
+            options=dict(
+                initial_simplex=p[:2] + np.array([[0, 0], [0.002, 0], [0, 0.002]]), xatol=2e-4, fatol=1e-4, maxiter=80
+            ),
+        )
         res.x = np.r_[res.x, 0.0]
     best = res.x if res.fun < cost(p) else p
     return 1.0 - cost(best), best
@@ -314,7 +332,9 @@ def estimate_object_pose(
     xy0 = (T_cw @ np.r_[point, 1.0])[:2]
     names = [n for n in config.candidates if CATALOG[n].color == color]
     if not names:
-        raise R2S2RError(f"pose estimation: a {color} object was seen but no candidate is {color} ({config.candidates})")
+        raise R2S2RError(
+            f"pose estimation: a {color} object was seen but no candidate is {color} ({config.candidates})"
+        )
     fits = {n: _fit(views, world, CATALOG[n], xy0, config) for n in names}
     name = max(fits, key=lambda n: fits[n][0])
     iou, (x, y, yaw) = fits[name]

@@ -109,8 +109,14 @@ def grasp_yaw_symmetry(object_name: str) -> float | None:
     return None
 
 
-def object_frame(world: WorldParams, object_name: str, T_world_object0: np.ndarray, belt_velocity: np.ndarray,
-                 t: float, yaw: float | None = None) -> np.ndarray:
+def object_frame(
+    world: WorldParams,
+    object_name: str,
+    T_world_object0: np.ndarray,
+    belt_velocity: np.ndarray,
+    t: float,
+    yaw: float | None = None,
+) -> np.ndarray:
     """T_world_objectframe at time ``t`` s: the object frame of an object that started at
     ``T_world_object0`` (its centre) and rides the belt at ``belt_velocity`` (world, m/s).
 

@@ -64,7 +64,10 @@ def flange_poses(world: WorldParams, q_arm: np.ndarray) -> np.ndarray:
     arm = world.right_arm
     T_wb = make_T(arm.base.pos, arm.base.quat)
     return np.stack(
-        [T_wb @ rizon.forward_kinematics(q, arm.link_pos, arm.flange_pos, arm.joint_zero) for q in np.asarray(q_arm, float)]
+        [
+            T_wb @ rizon.forward_kinematics(q, arm.link_pos, arm.flange_pos, arm.joint_zero)
+            for q in np.asarray(q_arm, float)
+        ]
     )
 
 
