@@ -58,3 +58,15 @@ def planner():
     from r2s2r.behavior.planner import MotionPlanner
 
     return MotionPlanner()
+@pytest.fixture(scope="session")
+def real_demos(tmp_path_factory):
+    """Four teleoperated demonstrations on lab twin 3 (small policy images; each keeps its
+    first-frame full-resolution head stereo pair): (the lab, the dataset folder). About 30 s."""
+    from r2s2r.behavior.demos import DemoConfig, collect_demos
+    from r2s2r.lab.twin import LabTwin
+    from r2s2r.world.cell import CellConfig
+
+    lab = LabTwin(3, CellConfig(image_size=16, cameras=("head_left",)))
+    out = tmp_path_factory.mktemp("real_demos") / "demos"
+    collect_demos(lab, out, DemoConfig(n=4, seed=6))  # blue cylinder, red cube, red sphere, red cube
+    return lab, out

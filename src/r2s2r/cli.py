@@ -17,10 +17,10 @@ import tyro
 
 from r2s2r.calibrate.commands import calibrate_command
 from r2s2r.errors import R2S2RError
+from r2s2r.evaluate.commands import eval_command, eval_compare_command
 from r2s2r.generate.commands import generate_command
 from r2s2r.generate.one import generate_one_command
 from r2s2r.train.commands import train_command
-from r2s2r.evaluate.commands import eval_command, eval_compare_command
 
 
 def cell_show(

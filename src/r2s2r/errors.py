@@ -33,8 +33,9 @@ class SafetyError(R2S2RError):
 
 
 class PlanningFailed(R2S2RError):
-    """A behaviour found no plan for this episode; ``reason`` is a short token (``no_grasp``,
-    ``unreachable``, ``collision``, ...) that the generation statistics count."""
+    """A behaviour found no plan for an episode; ``reason`` is a short token (``no_grasp``,
+    ``unreachable``, ``collision``, ...) that the generation statistics count. It lives here (not in
+    ``generate``) so behaviours raise it without importing the later stage."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         super().__init__(f"planning failed ({reason}){': ' + detail if detail else ''}")

@@ -1,5 +1,8 @@
-"""Behaviour: who moves the robot. IK, teleoperation (real demonstrations) and, later,
-MimicGen-style generation and motion planning.
+"""Behaviour: who moves the robot. IK, teleoperation (real demonstrations), object pose estimation
+from the head stereo pair (``pose_estimation``).
+
+Grounded behaviour: ``mimic.MimicBehavior`` (the ``mimic`` behaviour), MimicGen-style transformation
+of the real demonstrations (``segments``, ``sources``).
 
 Ungrounded behaviour (no human motion reference): ``grasps.GraspSampler`` (grasp proposals),
 ``collision.CellCollision`` (collision checks), ``rrt`` (RRT-Connect, shortcutting, timing),

@@ -36,7 +36,7 @@ from r2s2r.errors import ConfigError, R2S2RError
 from r2s2r.geometry import axis_angle_quat, inv_T, make_T, quat_mul
 from r2s2r.segmentation import COLORS, belt_mask, color_mask
 from r2s2r.world.objects import CATALOG, KNOWN_OBJECTS, CatalogObject
-from r2s2r.world.params import CameraParams, WorldParams
+from r2s2r.world.params import CameraParams, ConveyorParams, WorldParams
 
 STEREO = ("head_left", "head_right")
 SUPERSAMPLE = 4
@@ -47,7 +47,8 @@ class PoseEstimateConfig:
     candidates: tuple[str, ...] = KNOWN_OBJECTS  # catalog objects the fit may choose from
     min_blob_px: int = 30
     max_height: float = 0.12  # m above the belt: where an object on it can be
-    max_epipolar_px: float = 6.0  # pairing of left/right components
+    max_epipolar_px: float = 30.0  # pairing of left/right components (lenient: stereo poses may be tape-measured)
+    max_plane_gap: float = 0.10  # m between the two views' belt-plane points of one object
     yaw_steps: int = 24  # coarse yaw grid over a box's quarter turn
     margin_px: int = 12  # ROI margin around the blobs
 
@@ -153,7 +154,9 @@ def _components(image: np.ndarray, color: str, region: np.ndarray, min_px: int) 
     return [((labels == k).astype(np.uint8), cent[k]) for k in order[:4] if stats[k, cv2.CC_STAT_AREA] >= min_px]
 
 
-def triangulate(cams: tuple[CameraParams, CameraParams], pixels: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, float]:
+def triangulate(
+    cams: tuple[CameraParams, CameraParams], pixels: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, float]:
     """Midpoint of the two viewing rays through ``pixels`` (world frame, m) and the rays' closest
     distance (m): stereo depth of one matched point."""
     origins, dirs = [], []
@@ -181,6 +184,21 @@ def _epipolar_px(cams: tuple[CameraParams, CameraParams], left_px: np.ndarray, r
     return float(np.nanmin(np.linalg.norm(proj - right_px, axis=1)))
 
 
+def _belt_plane_point(cam: CameraParams, px: np.ndarray, conveyor: ConveyorParams, height: float) -> np.ndarray | None:
+    """World point where the ray through ``px`` meets the plane ``height`` m above the belt top, or
+    None when that point is off the belt."""
+    T_world_conveyor = make_T(conveyor.pose.pos, conveyor.pose.quat)
+    T_conv_cam = inv_T(T_world_conveyor) @ make_T(cam.pose.pos, cam.pose.quat)
+    d = T_conv_cam[:3, :3] @ cam.lens.unproject(np.asarray(px, float).reshape(1, 2))[0]
+    o = T_conv_cam[:3, 3]
+    if not np.isfinite(d).all() or abs(d[2]) < 1e-9:
+        return None
+    p = o + (height - o[2]) / d[2] * d
+    if abs(p[0]) > conveyor.length / 2 or abs(p[1]) > conveyor.width / 2:
+        return None
+    return (T_world_conveyor @ np.r_[p, 1.0])[:3]
+
+
 def _find_object(
     images: dict[str, np.ndarray], world: WorldParams, config: PoseEstimateConfig
 ) -> tuple[str, dict[str, np.ndarray], np.ndarray]:
@@ -201,7 +219,12 @@ def _find_object(
             point, _gap = triangulate(cams, (cen_l, cen_r))
             height = (inv_T(T_wc) @ np.r_[point, 1.0])[2]
             if not -0.01 <= height <= config.max_height:
-                continue  # depth says: not on the belt
+                # Stereo depth is implausible (a thing off the belt, or a poorly known stereo pose):
+                # keep the blob only if both views' rays meet the belt plane at one place on the belt.
+                on_belt = [_belt_plane_point(cam, px, c, 0.03) for cam, px in zip(cams, (cen_l, cen_r), strict=True)]
+                if any(p is None for p in on_belt) or np.linalg.norm(on_belt[0] - on_belt[1]) > config.max_plane_gap:
+                    continue
+                point = (on_belt[0] + on_belt[1]) / 2
             size = int(mask_l.sum() + mask_r.sum())
             if best is None or size > best[0]:
                 best = (size, color, {STEREO[0]: mask_l, STEREO[1]: mask_r}, point)
@@ -239,6 +262,7 @@ def _fit(
 
     def centroid_fit(xy: np.ndarray, yaw: float) -> np.ndarray:
         for _ in range(4):  # Gauss-Newton on the silhouette centroids (4 equations, 2 unknowns)
+
             def resid(q):
                 return np.concatenate([v.silhouette(world_points(np.r_[q, yaw]))[1] - v.centroid for v in views])
 
@@ -261,11 +285,26 @@ def _fit(
     starts = [np.r_[centroid_fit(np.asarray(xy0, float), yw), yw] for yw in yaws]
     p = min(starts, key=cost)
     if obj.shape == "box":
-        res = minimize(cost, p, method="Nelder-Mead", options=dict(initial_simplex=p + np.array(
-            [[0, 0, 0], [0.002, 0, 0], [0, 0.002, 0], [0, 0, math.radians(3)]]), xatol=2e-4, fatol=1e-4, maxiter=120))
+        res = minimize(
+            cost,
+            p,
+            method="Nelder-Mead",
+            options=dict(
+                initial_simplex=p + np.array([[0, 0, 0], [0.002, 0, 0], [0, 0.002, 0], [0, 0, math.radians(3)]]),
+                xatol=2e-4,
+                fatol=1e-4,
+                maxiter=120,
+            ),
+        )
     else:
-        res = minimize(lambda q: cost(np.r_[q, 0.0]), p[:2], method="Nelder-Mead", options=dict(
-            initial_simplex=p[:2] + np.array([[0, 0], [0.002, 0], [0, 0.002]]), xatol=2e-4, fatol=1e-4, maxiter=80))
+        res = minimize(
+            lambda q: cost(np.r_[q, 0.0]),
+            p[:2],
+            method="Nelder-Mead",
+            options=dict(
+                initial_simplex=p[:2] + np.array([[0, 0], [0.002, 0], [0, 0.002]]), xatol=2e-4, fatol=1e-4, maxiter=80
+            ),
+        )
         res.x = np.r_[res.x, 0.0]
     best = res.x if res.fun < cost(p) else p
     return 1.0 - cost(best), best
@@ -293,7 +332,9 @@ def estimate_object_pose(
     xy0 = (T_cw @ np.r_[point, 1.0])[:2]
     names = [n for n in config.candidates if CATALOG[n].color == color]
     if not names:
-        raise R2S2RError(f"pose estimation: a {color} object was seen but no candidate is {color} ({config.candidates})")
+        raise R2S2RError(
+            f"pose estimation: a {color} object was seen but no candidate is {color} ({config.candidates})"
+        )
     fits = {n: _fit(views, world, CATALOG[n], xy0, config) for n in names}
     name = max(fits, key=lambda n: fits[n][0])
     iou, (x, y, yaw) = fits[name]

@@ -35,10 +35,19 @@ def _planner(inputs: BehaviorInputs) -> Behavior:
     return MotionPlanner()
 
 
+def _mimic(inputs: BehaviorInputs) -> Behavior:
+    from r2s2r.behavior.mimic import MimicBehavior
+
+    if inputs.demos is None:
+        raise R2S2RError("--behavior mimic transforms real demonstrations: give their dataset with --demos DIR")
+    return MimicBehavior.from_dataset(inputs.demos, inputs.world)
+
+
 # Factories are module-level functions: worker processes and Ray actors receive them pickled.
 BEHAVIORS: dict[str, Callable[[BehaviorInputs], Behavior]] = {
     "teleop": _teleop,  # the human motion model in the simulator (a reference, not a study behaviour)
     "planner": _planner,  # ungrounded behaviour: grasp sampler + motion planner
+    "mimic": _mimic,  # grounded behaviour: MimicGen-style transformation of the real demonstrations
 }
 
 

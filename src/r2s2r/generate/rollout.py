@@ -27,7 +27,7 @@ import mujoco
 import numpy as np
 
 from r2s2r.data import Episode, Feature, Provenance, standard_features
-from r2s2r.errors import PlanningFailed, R2S2RError  # PlanningFailed lives in errors: behaviours raise it
+from r2s2r.errors import PlanningFailed, R2S2RError
 from r2s2r.world.cell import SimCell
 from r2s2r.world.conditions import Condition
 
