@@ -58,6 +58,8 @@ def planner():
     from r2s2r.behavior.planner import MotionPlanner
 
     return MotionPlanner()
+
+
 @pytest.fixture(scope="session")
 def real_demos(tmp_path_factory):
     """Four teleoperated demonstrations on lab twin 3 (small policy images; each keeps its

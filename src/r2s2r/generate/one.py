@@ -22,7 +22,6 @@ VIDEO_CAMERAS = ("head_left", "right_wrist")
 VIDEO_SIZE = (320, 240)  # per camera tile, px
 
 
-
 def _teleop(inputs: BehaviorInputs) -> Behavior:
     from r2s2r.behavior.sim_teleop import SimTeleop
 
