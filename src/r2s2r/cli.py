@@ -3,6 +3,7 @@
 r2s2r cell show [--lab SEED] [--condition KIND] [--seed N] [--world FILE] --out PNG
 r2s2r eval --policy CKPT|scripted|random [--lab SEED] --out DIR
 r2s2r eval compare DIR DIR ...
+r2s2r study run [--profile smoke|quick|paper] [--design NAME] [--lab SEED] [--out DIR]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from r2s2r.errors import R2S2RError
 from r2s2r.evaluate.commands import eval_command, eval_compare_command
 from r2s2r.generate.commands import generate_command
 from r2s2r.generate.one import generate_one_command
+from r2s2r.study.commands import study_run_command
 from r2s2r.train.commands import train_command
 
 
@@ -181,6 +183,7 @@ COMMANDS: dict[str, dict[str, Callable[..., None]] | Callable[..., None]] = {
     "generate-one": generate_one_command,
     "train": train_command,
     "eval": {"": eval_command, "compare": eval_compare_command},
+    "study": {"run": study_run_command},
 }
 
 

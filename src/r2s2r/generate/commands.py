@@ -33,6 +33,45 @@ def resolve_world(world: str, calibration: Path | None, world_file: Path | None)
     return path
 
 
+def progress_status(stats: dict) -> str:
+    """The progress bar's status of a generation run: attempts, admission rate, top failure reasons."""
+    fails = ", ".join(f"{k} {v}" for k, v in list(stats["failures"].items())[:3])
+    return f"attempts {stats['attempts']}, rate {stats['admission_rate']:.0%}" + (f"; {fails}" if fails else "")
+
+
+def configuration(
+    world: str, behavior: str, world_path: Path, demos: Path | None, seed: int, image_size: int, mix: ConditionMix
+):
+    """The generation spec of one configuration and the manifest's description of it: (spec, info).
+
+    ``behavior`` is grounded, ungrounded or a registered behaviour name; ``world_path`` the
+    WorldParams file of ``world`` (grounded | ungrounded)."""
+    from r2s2r.data import Manifest
+    from r2s2r.generate.attempt import BehaviorInputs, GenerationSpec
+    from r2s2r.generate.one import BEHAVIORS
+    from r2s2r.world.cell import CellConfig
+    from r2s2r.world.params import WorldParams
+
+    name = BEHAVIOR_OF.get(behavior, behavior)
+    if name not in BEHAVIORS:
+        from r2s2r.errors import UnknownNameError
+
+        raise UnknownNameError("behavior", behavior, (*BEHAVIOR_OF, *BEHAVIORS))
+    params = WorldParams.load(world_path)
+    spec = GenerationSpec(BehaviorInputs(params, demos), BEHAVIORS[name], CellConfig(image_size=image_size), mix, seed)
+    info = {
+        "kind": "simulated episodes",
+        "configuration": {"world": world, "behavior": behavior},
+        "behavior": name,
+        "world_hash": params.content_hash(),
+        "demos_hash": Manifest.load(demos).content_hash() if demos is not None else None,
+        "condition_mix": mix.fractions,
+        "seed": seed,
+        "image_size": image_size,
+    }
+    return spec, info
+
+
 def generate_command(
     out: Path,
     world: str,
@@ -70,38 +109,17 @@ def generate_command(
     """
     from rich.console import Console
 
-    from r2s2r.data import Manifest
-    from r2s2r.generate.attempt import BehaviorInputs, GenerationSpec
-    from r2s2r.generate.one import BEHAVIORS
     from r2s2r.generate.run import RunConfig, generate
     from r2s2r.progress import count_progress
-    from r2s2r.world.cell import CellConfig
-    from r2s2r.world.params import WorldParams
 
-    name = BEHAVIOR_OF.get(behavior, behavior)
-    if name not in BEHAVIORS:
-        from r2s2r.errors import UnknownNameError
-
-        raise UnknownNameError("behavior", behavior, (*BEHAVIOR_OF, *BEHAVIORS))
     path = resolve_world(world, calibration, world_file)
-    params = WorldParams.load(path)
     if demos is not None and not (demos / "manifest.json").is_file():
         raise R2S2RError(f"--demos {demos}: not a dataset folder (no manifest.json)")
+    spec, info = configuration(world, behavior, path, demos, seed, image_size, mix)
+    name = info["behavior"]
     config = RunConfig(
         n=n, workers=workers or os.cpu_count() or 1, executor=executor, address=address, max_attempts=max_attempts
     )
-    cell = CellConfig(image_size=image_size)
-    spec = GenerationSpec(BehaviorInputs(params, demos), BEHAVIORS[name], cell, mix, seed)
-    info = {
-        "kind": "simulated episodes",
-        "configuration": {"world": world, "behavior": behavior},
-        "behavior": name,
-        "world_hash": params.content_hash(),
-        "demos_hash": Manifest.load(demos).content_hash() if demos is not None else None,
-        "condition_mix": mix.fractions,
-        "seed": seed,
-        "image_size": image_size,
-    }
     console = Console(stderr=True)
     console.print(
         f"generate: {n} episodes, world {world} ({path}), behaviour {behavior} ({name}), "
@@ -111,9 +129,7 @@ def generate_command(
         task = bar.add_task("generate", total=n, status="")
 
         def show(rec, stats):
-            fails = ", ".join(f"{k} {v}" for k, v in list(stats["failures"].items())[:3])
-            line = f"attempts {stats['attempts']}, rate {stats['admission_rate']:.0%}" + (f"; {fails}" if fails else "")
-            bar.update(task, completed=stats["admitted"], status=line)
+            bar.update(task, completed=stats["admitted"], status=progress_status(stats))
 
         stats = generate(out, spec, config, info, on_attempt=show)
     over = "n/a" if stats["overhead"] is None else f"{stats['overhead']:+.0%}"

@@ -1,0 +1,47 @@
+"""``r2s2r study run``: the whole study from an empty folder to the report (resumes, caches stages)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+
+def study_run_command(
+    out: Path = Path("study"),
+    profile: str = "quick",
+    design: str | None = None,
+    lab: int | None = None,
+    seed: int | None = None,
+    n_real: int | None = None,
+    n_sim: int | None = None,
+    steps: int | None = None,
+    workers: int | None = None,
+    dry_run: bool = False,
+) -> None:
+    """Run the study: calibrate, real demos, the four sim configurations, training, lab trials, the report.
+
+    Rerunning the same command skips finished stages; changing a setting reruns only what depends on it;
+    a killed run resumes. The report is OUT/report.md (with success.png, training.png) and every number in
+    it is in OUT/results.json.
+
+    Args:
+        out: Study folder (created, or resumed).
+        profile: Named sizes: smoke (toy, for tests), quick (about an hour on a 2-core CPU) or paper
+            (the study's sizes).
+        design: Which policies to train: grounding (the 2x2 + real-only), diagnostic (10 real demos) or ratio
+            (co-training ratio sweep); default: the profile's.
+        lab: Seed of the lab twin (default: the profile's, 0).
+        seed: Seed of every stage's own random draws (default: the profile's, 0).
+        n_real: Real demonstrations (default: the profile's).
+        n_sim: Simulated trajectories per grounding configuration (default: the profile's).
+        steps: Training steps per policy (default: the profile's).
+        workers: Processes for demos, generation and evaluation (default: one per core).
+        dry_run: Print the plan and its expected time, run nothing.
+    """
+    from r2s2r.study.profiles import get_profile
+    from r2s2r.study.run import run_study
+
+    chosen = get_profile(profile).replace(lab=lab, seed=seed, n_real=n_real, n_sim=n_sim, train_steps=steps)
+    command = "r2s2r " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["study"] else None
+    run_study(out, profile, chosen, design, workers, dry_run, command=command)

@@ -1,0 +1,103 @@
+"""Study profiles: the sizes of a study run, one registry of named presets.
+
+- ``paper``: the study's sizes: 100 real demonstrations, 1,500 simulated trajectories per grounding
+  configuration, the 50-trial protocol, full 96 px images (the ``gpu`` training preset).
+- ``quick`` (default): the 50-trial protocol with less data and the small CPU model, so the whole
+  study finishes on a 2-core CPU in about an hour.
+- ``smoke``: every stage at toy size (tests, CI).
+
+A profile says *how much*; the design (``r2s2r.study.design``) says *which policies*. Run settings
+that never change results (worker processes) are not part of a profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from r2s2r.errors import ConfigError, UnknownNameError
+from r2s2r.evaluate.trials import TrialPlan
+from r2s2r.generate.mix import ConditionMix
+from r2s2r.train.presets import get_preset
+
+
+@dataclass(frozen=True)
+class StudyProfile:
+    """How large every stage is. ``image_size`` is the side of the recorded policy images (real and
+    sim); the training preset resizes them to its own resolution."""
+
+    summary: str
+    lab: int = 0
+    seed: int = 0  # seeds every stage's own draws (calibration poses, demos, generation, training, policy)
+    n_real: int = 100
+    n_sim: int = 1500  # admitted trajectories per grounding configuration
+    image_size: int = 96
+    preset: str = "cpu"
+    train_steps: int | None = None  # None: the preset's
+    ratio: float = 0.5  # real share of every co-training batch
+    trials: TrialPlan = TrialPlan()  # 24 nominal + 7/7/6/6 shifted
+    max_duration: float = 25.0  # s per trial (real and evaluation)
+    eval_batch: int = 10  # trials in flight at once
+    design: str = "grounding"
+    mix: ConditionMix = ConditionMix()
+
+    def __post_init__(self) -> None:
+        for name in ("n_real", "n_sim"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"study profile: {name} expected >= 1, got {getattr(self, name)}")
+        if self.train_steps is not None and self.train_steps < 1:
+            raise ConfigError(f"study profile: train_steps expected >= 1, got {self.train_steps}")
+        if not 0 < self.ratio <= 1:
+            raise ConfigError(f"study profile: ratio expected in (0, 1], got {self.ratio}")
+        if self.lab < 0 or self.seed < 0:
+            raise ConfigError(f"study profile: lab and seed expected >= 0, got {self.lab}, {self.seed}")
+        get_preset(self.preset)  # a bad name fails here, with a hint
+
+    @property
+    def steps(self) -> int:
+        return self.train_steps or get_preset(self.preset).train.steps
+
+    def replace(self, **changes) -> StudyProfile:
+        """A copy with ``changes`` (None values are ignored: the CLI's unset options)."""
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+PROFILES: dict[str, StudyProfile] = {
+    "smoke": StudyProfile(
+        "every stage at toy size, for tests: 3 real demos, 3 sim trajectories per configuration, "
+        "the tiny model for 20 steps, 5 short trials",
+        n_real=3,
+        n_sim=3,
+        image_size=16,
+        preset="tiny",
+        train_steps=20,
+        trials=TrialPlan(nominal=1, lighting=1, belt_speed=1, novel_object=1, combined=1),
+        max_duration=4.0,
+        eval_batch=5,
+    ),
+    "quick": StudyProfile(
+        "the 50-trial protocol on a 2-core CPU in about an hour: 30 real demos, 200 sim trajectories "
+        "per configuration, the cpu model (48 px) for 1200 steps",
+        n_real=30,
+        n_sim=200,
+        image_size=48,
+        preset="cpu",
+        train_steps=1200,
+        max_duration=16.0,
+    ),
+    "paper": StudyProfile(
+        "the study's sizes: 100 real demos, 1,500 sim trajectories per configuration, 96 px, the gpu "
+        "model (use a GPU), 50 trials",
+        n_real=100,
+        n_sim=1500,
+        image_size=96,
+        preset="gpu",
+    ),
+}
+
+
+def get_profile(name: str) -> StudyProfile:
+    """The profile called ``name``; an unknown name raises UnknownNameError with a "did you mean" hint."""
+    if name not in PROFILES:
+        raise UnknownNameError("study profile", name, tuple(PROFILES))
+    return PROFILES[name]

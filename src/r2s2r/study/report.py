@@ -1,0 +1,245 @@
+"""The study report: ``report.md`` with its figures, rendered from ``results.json`` (``summary``).
+
+Sections: headline success with 95 % Wilson intervals (overall, nominal, shifted) and a figure like
+the study's Fig. 2(a); per-condition counts (its Appendix E); paired comparisons against the
+baseline; the 2x2 main effects and interaction with plain sentences where intervals include zero;
+whether the run reproduces the study's trends; the grounding mismatch table (its Appendix A);
+generation admission per configuration; training curves; the time and machine of every stage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from r2s2r.world.conditions import KINDS
+
+LABELS = {"nominal": "nominal", "lighting": "lighting", "belt_speed": "belt speed", "novel_object": "novel object",
+          "combined": "combined"}  # fmt: skip
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _table(header, rows) -> list[str]:
+    return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows)]
+
+
+def fmt_rate(r: dict | None) -> str:
+    """``k/n (p%) [lo%, hi%]``: the form every success rate takes in the report."""
+    if r is None:
+        return "-"
+    return f"{r['successes']}/{r['trials']} ({r['rate']:.0%}) [{r['low']:.0%}, {r['high']:.0%}]"
+
+
+def _pts(e: dict) -> str:
+    return f"{100 * e['estimate']:+.1f} [{100 * e['low']:+.1f}, {100 * e['high']:+.1f}]"
+
+
+def _includes_zero(e: dict) -> bool:
+    return e["low"] <= 0 <= e["high"]
+
+
+def trend_sentences(s: dict[str, Any]) -> list[str]:
+    """Whether this run shows the study's trends, in plain words, from the intervals."""
+    out = []
+    base = s["design"]["baseline"]
+    for name, c in s["comparisons"].items():
+        d = c["difference"]
+        if _includes_zero(d):
+            verdict = "not distinguishable from it (the paired interval includes zero)"
+        else:
+            verdict = "above it" if d["estimate"] > 0 else "BELOW it"
+        out.append(f"`{name}` vs `{base}`: {_pts(d)} pts, {verdict}.")
+    if s["effects"] is not None:
+        for factor, e in s["effects"]["overall"].items():
+            if " x " in factor:
+                what = "interaction"
+                sign = "the factors' effects do not differ detectably" if _includes_zero(e) else "they interact"
+            else:
+                what = f"main effect of {factor}"
+                sign = (
+                    "intervals overlap zero: a trend at most, not a definitive gap"
+                    if _includes_zero(e)
+                    else ("grounded above ungrounded" if e["estimate"] > 0 else "grounded BELOW ungrounded")
+                )
+            out.append(f"The {what}: {_pts(e)} pts; {sign}.")
+    return out
+
+
+def reproduces(s: dict[str, Any]) -> str:
+    """One sentence: does the run reproduce co-training above real-only and grounded above ungrounded?"""
+    cot = [c["difference"]["estimate"] for c in s["comparisons"].values()]
+    checks = {"every co-trained policy scores above the baseline": bool(cot) and all(d > 0 for d in cot)}
+    if s["effects"] is not None:
+        for factor, e in s["effects"]["overall"].items():
+            if " x " not in factor:
+                checks[f"{factor} raises success"] = e["estimate"] > 0
+    held = [k for k, v in checks.items() if v]
+    failed = [k for k, v in checks.items() if not v]
+    if not failed:
+        return "This run shows the study's trends in its point estimates (" + "; ".join(held) + "); see the intervals."
+    return (
+        "This run does NOT reproduce the study's trends in full: "
+        + "; ".join(f"not so: {k}" for k in failed)
+        + (f" (holds: {'; '.join(held)})" if held else "")
+        + "."
+    )
+
+
+def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
+    p, pol = s["profile"], s["policies"]
+    lines = [
+        f"# r2s2r study: {s['design']['name']} design, {p['name']} profile, lab {p['lab']}",
+        "",
+        *(f"- {k}: {v}" for k, v in header.items()),
+        f"- design: {s['design']['summary']}",
+        f"- sizes: {p['n_real']} real demonstrations; {p['n_sim']} simulated trajectories per configuration; "
+        f"preset `{p['preset']}` for {p['train_steps'] or 'its default'} steps, real share {p['ratio']} of every "
+        f"co-training batch; {sum(p['trials'][k] for k in KINDS)} lab trials per policy (trial list "
+        f"{s['trial_list']}), at most {p['max_duration']} s each",
+        "",
+        "## Success on the lab (95 % Wilson intervals)",
+        "",
+        *_table(
+            ["policy", "sim data", "overall", "nominal", "shifted"],
+            [
+                [
+                    n,
+                    ", ".join(v["sims"]) or "none",
+                    fmt_rate(v["overall"]),
+                    fmt_rate(v["nominal"]),
+                    fmt_rate(v["shifted"]),
+                ]
+                for n, v in pol.items()
+            ],
+        ),  # fmt: skip
+        "",
+        "![success](success.png)",
+        "",
+        "## Per-condition successes",
+        "",
+        *_table(
+            ["policy", *(LABELS[k] for k in KINDS), "failure modes"],
+            [
+                [
+                    n,
+                    *(
+                        f"{v['by_kind'][k]['successes']}/{v['by_kind'][k]['trials']}" if k in v["by_kind"] else "-"
+                        for k in KINDS
+                    ),
+                    ", ".join(f"{f} {c}" for f, c in v["failures"].items()) or "none",
+                ]
+                for n, v in pol.items()
+            ],
+        ),  # fmt: skip
+        "",
+        f"## Against `{s['design']['baseline']}`, trial by trial",
+        "",
+        *_table(
+            [
+                "policy",
+                "difference (pts) [95 % Newcombe CI]",
+                "trials only it won / only the baseline won",
+                "exact McNemar p",
+            ],
+            [
+                [n, _pts(c["difference"]), f"{c['only_policy']} / {c['only_baseline']}", f"{c['p_value']:.3g}"]
+                for n, c in s["comparisons"].items()
+            ],
+        ),  # fmt: skip
+        "",
+    ]
+    if s["effects"] is not None:
+        a, b = s["factors"]
+        lines += [
+            "## Grounding effects (2x2)",
+            "",
+            f"Cells (level 0 = ungrounded, 1 = grounded; {a} x {b}): "
+            + ", ".join(f"{lvl} `{c}`" for lvl, c in zip(("00", "01", "10", "11"), s["cells"], strict=True))
+            + ". A main effect is the change in success from ungrounded to grounded averaged over the other "
+            "factor; the interaction is how much more one helps when the other is grounded. 95 % MOVER-Wilson "
+            "intervals, treating the four policies as independent samples (conservative for paired trials).",
+            "",
+            *_table(
+                ["effect (pts)", "overall", "nominal", "shifted"],
+                [
+                    [k, *(_pts(s["effects"][sub][k]) for sub in ("overall", "nominal", "shifted"))]
+                    for k in s["effects"]["overall"]
+                ],
+            ),  # fmt: skip
+            "",
+        ]
+    lines += ["## What this run shows", "", *(f"- {t}" for t in trend_sentences(s)), "", reproduces(s), ""]
+    lines += _grounding_sections(s)
+    return "\n".join(lines) + "\n"
+
+
+def _grounding_sections(s: dict[str, Any]) -> list[str]:
+    cal = s["calibration"]
+    lines = [
+        "## Grounding mismatch (measured on lab data; lower is better)",
+        "",
+        *_table(
+            ["group", "item", "unit", "ungrounded", "grounded"],
+            [[r["group"], r["item"], r["unit"], f"{r['ungrounded']:.3g}", f"{r['grounded']:.3g}"] for r in cal["rows"]],
+        ),
+        "",
+        "Grounded world closer on every item of: "
+        + ", ".join(f"{g} {'yes' if ok else '**no**'}" for g, ok in cal["grounded_closer"].items())
+        + ".",
+        "",
+        "## Simulated data per configuration",
+        "",
+        *_table(
+            [
+                "configuration",
+                "admitted / attempts",
+                "admission rate",
+                "failure reasons",
+                "admitted per hour per worker",
+                "overhead over physics + render",
+            ],
+            [
+                [
+                    c,
+                    f"{g['admitted']}/{g['attempts']}",
+                    f"{g['admission_rate']:.0%}",
+                    ", ".join(f"{k} {v}" for k, v in g["failures"].items()) or "none",
+                    f"{g['admitted_per_hour_per_worker']:.0f}",
+                    "n/a" if g["overhead"] is None else f"{g['overhead']:+.0%}",
+                ]
+                for c, g in s["generation"].items()
+            ],
+        ),  # fmt: skip
+        "",
+        "Real demonstrations: "
+        + "; ".join(f"{d['demos']} in {d['attempts']} teleoperation attempts" for d in s["demos"].values())
+        + ".",
+        "",
+        "## Training",
+        "",
+        *_table(
+            ["policy", "steps", "final loss", "samples seen"],
+            [
+                [
+                    n,
+                    t["step"],
+                    "-" if t["final_loss"] is None else f"{t['final_loss']:.4f}",
+                    ", ".join(f"{k} {v}" for k, v in t["samples"].items()),
+                ]
+                for n, t in s["training"].items()
+            ],
+        ),  # fmt: skip
+        "",
+        "![training](training.png)",
+        "",
+        "## Stages: time and machine",
+        "",
+        *_table(
+            ["stage", "seconds", "cached this run", "machine"],
+            [[r["stage"], f"{r['seconds']:.0f}", "yes" if r["cached"] else "no", r["machine"]] for r in s["stages"]],
+        ),
+        "",
+    ]
+    return lines

@@ -1,0 +1,213 @@
+"""The study's stages, planned from a profile and a design, run with caching (``Stages``).
+
+Stages and what each key holds (a stage reruns when any of it changes, and so does every stage
+that reads it):
+
+- ``calibrate``: lab, seed. ``r2s2r calibrate``'s outputs: grounded ``world.json``,
+  ``ungrounded.json``, the mismatch report, the raw records.
+- ``demos-<n>``: lab, n, seed, image size. n teleoperated real demonstrations (``data/``).
+- ``sim-<gw-gb|gw-ub|uw-gb|uw-ub>``: the calibration's hash, the demos' hash (grounded behaviour
+  only), n, seed, image size, condition mix. ``data/`` with ``stats.json`` (admission, throughput).
+- ``train-<policy>``: the data stages' hashes, the preset's policy and training configs (steps,
+  ratio, seed). ``run/`` (checkpoints) and ``history.json`` (the training log).
+- ``eval-<policy>``: the training stage's hash, lab, trial plan, seed, batch, trial length.
+  ``results.json`` and ``results.md``.
+
+Every key also holds the r2s2r version. The report is rebuilt from the stage outputs on every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+import r2s2r
+from r2s2r.study.design import Design, PolicySpec, SimConfig
+from r2s2r.study.profiles import StudyProfile
+from r2s2r.study.stages import StageRecord, Stages, key_hash
+
+# Estimated seconds per unit of work on one core of the 2-core development machine (from the
+# measurements in docs/benchmarks.md); only the plan's time estimate uses them.
+COST_S = {
+    "calibrate": 180.0,  # whole calibration
+    "demo_96px": 9.0,  # one real demonstration attempt, 96 px policy images
+    "sim_attempt_96px": 5.0,  # one generation attempt
+    "train_step": {"tiny": 0.01, "cpu": 0.15, "gpu": 5.0},
+    "trial_s_per_s": 0.5,  # compute seconds per second of trial time (lab physics + 3 renders)
+}
+
+
+@dataclass(frozen=True)
+class PlannedStage:
+    name: str
+    key: dict[str, Any]
+    run: Callable[[Path], dict[str, Any]]
+    estimate_s: float  # wall seconds on this machine's class, with the run's workers
+    what: str
+
+    @property
+    def hash(self) -> str:
+        return key_hash(self.key)
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """Every stage of a study, in run order; ``policies`` maps a policy to its train and eval stages."""
+
+    stages: tuple[PlannedStage, ...]
+    calibrate: str
+    demos: dict[int, str]  # n_real -> stage name
+    sims: dict[str, str]  # SimConfig.name -> stage name
+    policies: dict[str, tuple[str, str]]  # policy -> (train stage, eval stage)
+
+    def stage(self, name: str) -> PlannedStage:
+        return next(s for s in self.stages if s.name == name)
+
+
+def _scale(image_size: int) -> float:
+    return max(0.4, image_size / 96)  # rendering is most of a lab or sim step; smaller images render faster
+
+
+def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, console: Console) -> StudyPlan:
+    """The stages of ``design`` at ``profile``'s sizes, their keys, functions and time estimates."""
+    from r2s2r.study import steps
+
+    p, version = profile, r2s2r.__version__
+    stages = Stages(root)
+    out: list[PlannedStage] = []
+    cal_key = {"stage": "calibrate", "lab": p.lab, "seed": p.seed, "version": version}
+    out.append(
+        PlannedStage(
+            "calibrate", cal_key, lambda d: steps.calibrate(d, p, console), COST_S["calibrate"], "ground the simulator"
+        )
+    )
+    demos: dict[int, str] = {}
+    for n in sorted({pol.n_real or p.n_real for pol in design.policies} | {p.n_real}):
+        key = {"stage": "demos", "lab": p.lab, "n": n, "seed": p.seed, "image_size": p.image_size, "version": version}
+        demos[n] = f"demos-{n}"
+        est = n * 1.05 * COST_S["demo_96px"] * _scale(p.image_size) / workers
+        run = lambda d, n=n: steps.collect(d, p, n, workers, console)  # noqa: E731
+        out.append(PlannedStage(demos[n], key, run, est, f"{n} real demos"))
+    real = next(s for s in out if s.name == demos[p.n_real])  # the grounded behaviour's sources
+    real_dir, cal_dir = stages.dir(real.name, real.key), stages.dir("calibrate", cal_key)
+    sims: dict[str, str] = {}
+    for cfg in design.sim_configs:
+        key = {
+            "stage": "generate",
+            "config": dataclasses.asdict(cfg),
+            "calibrate": key_hash(cal_key),
+            "demos": real.hash if cfg.behavior == "grounded" else None,
+            "n": p.n_sim,
+            "seed": p.seed,
+            "image_size": p.image_size,
+            "mix": p.mix.fractions,
+            "version": version,
+        }
+        sims[cfg.name] = f"sim-{cfg.name}"
+        est = p.n_sim * 1.3 * COST_S["sim_attempt_96px"] * _scale(p.image_size) / workers
+        run = lambda d, cfg=cfg: steps.simulate(d, p, cfg, cal_dir, real_dir, workers, console)  # noqa: E731
+        out.append(PlannedStage(sims[cfg.name], key, run, est, f"{p.n_sim} sim trajectories, {cfg.label}"))
+    by_name = {s.name: s for s in out}
+    policies: dict[str, tuple[str, str]] = {}
+    for pol in design.policies:
+        train_stage, eval_stage = _policy_stages(pol, p, by_name, demos, sims, stages, workers, console)
+        out += [train_stage, eval_stage]
+        by_name.update({train_stage.name: train_stage, eval_stage.name: eval_stage})
+        policies[pol.name] = (train_stage.name, eval_stage.name)
+    return StudyPlan(tuple(out), "calibrate", demos, sims, policies)
+
+
+def _policy_stages(
+    pol: PolicySpec,
+    p: StudyProfile,
+    by_name: dict[str, PlannedStage],
+    demos: dict[int, str],
+    sims: dict[str, str],
+    stages: Stages,
+    workers: int,
+    console: Console,
+) -> tuple[PlannedStage, PlannedStage]:
+    from r2s2r.study import steps
+
+    real = by_name[demos[pol.n_real or p.n_real]]
+    sim_stages = [by_name[sims[c.name]] for c in pol.sims]
+    preset = steps.policy_preset(p, pol)
+    train_key = {
+        "stage": "train",
+        "real": real.hash,
+        "sims": [s.hash for s in sim_stages],
+        "preset": p.preset,
+        "policy": dataclasses.asdict(preset.policy),
+        "train": dataclasses.asdict(preset.train),
+        "version": r2s2r.__version__,
+    }
+    real_dir = stages.dir(real.name, real.key)
+    sim_dirs = [stages.dir(s.name, s.key) for s in sim_stages]
+    train_name = f"train-{pol.name}"
+    train = PlannedStage(
+        train_name,
+        train_key,
+        lambda d: steps.train_policy(d, pol, preset, real_dir, sim_dirs, console),
+        p.steps * COST_S["train_step"].get(p.preset, 1.0),
+        f"train {pol.name} ({preset.train.steps} steps)",
+    )
+    eval_key = {
+        "stage": "eval",
+        "train": key_hash(train_key),
+        "lab": p.lab,
+        "trials": dataclasses.asdict(p.trials),
+        "seed": p.seed,
+        "batch": p.eval_batch,
+        "max_duration": p.max_duration,
+        "version": r2s2r.__version__,
+    }
+    train_dir = stages.dir(train_name, train_key)
+    est = p.trials.total * p.max_duration * COST_S["trial_s_per_s"] * _scale(p.image_size) / workers
+    ev = PlannedStage(
+        f"eval-{pol.name}",
+        eval_key,
+        lambda d: steps.evaluate_policy(d, pol, p, train_dir, workers, console),
+        est,
+        f"evaluate {pol.name} on {p.trials.total} lab trials",
+    )
+    return train, ev
+
+
+def run_plan(plan: StudyPlan, root: Path, console: Console) -> dict[str, StageRecord]:
+    """Run every stage of ``plan`` in order (finished ones are skipped); their records by name."""
+    stages = Stages(root)
+    records: dict[str, StageRecord] = {}
+    for i, s in enumerate(plan.stages, 1):
+        cached = stages.done(s.name, s.key)
+        console.rule(f"[bold]{i}/{len(plan.stages)} {s.name}[/]: {s.what}" + (" [dim](cached)[/]" if cached else ""))
+        records[s.name] = stages.run(s.name, s.key, s.run)
+        if not cached:
+            console.print(f"[green]{s.name}[/] done in {records[s.name].seconds:.0f} s")
+    return records
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def stage_table(plan: StudyPlan, root: Path) -> list[dict[str, Any]]:
+    """The plan as rows: stage, what, cached, estimated seconds."""
+    stages = Stages(root)
+    return [
+        {"stage": s.name, "what": s.what, "cached": stages.done(s.name, s.key), "estimate_s": s.estimate_s}
+        for s in plan.stages
+    ]
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+__all__ = ["COST_S", "PlannedStage", "SimConfig", "StudyPlan", "plan_study", "run_plan", "stage_table"]

@@ -1,0 +1,144 @@
+"""What each study stage does in its folder: thin calls into the stage modules, with progress.
+
+Every function takes the stage's folder and returns a JSON-able summary (kept in ``stage.json``).
+Each resumes what it can when called again on a folder a killed run left: demonstrations and
+simulated datasets continue from their stored episodes, training from its latest checkpoint,
+evaluation from its finished waves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from r2s2r import atomic
+from r2s2r.study.design import PolicySpec, SimConfig
+from r2s2r.study.profiles import StudyProfile
+
+DATA = "data"  # dataset folder inside a demos or sim stage
+RUN = "run"  # training run folder inside a train stage
+HISTORY = "history.json"
+
+
+def calibrate(folder: Path, p: StudyProfile, console: Console) -> dict[str, Any]:
+    from r2s2r.calibrate.records import write_calibration
+    from r2s2r.calibrate.run import CalibrationConfig, calibrate_lab
+    from r2s2r.calibrate.ungrounded import ungrounded_world
+    from r2s2r.lab.twin import LabTwin
+
+    def show(stage: str, event: str, seconds: float) -> None:
+        if event == "done":
+            console.print(f"  calibrate: {stage} ({seconds:.0f} s)")
+
+    cal = calibrate_lab(LabTwin(p.lab), CalibrationConfig(seed=p.seed), on_stage=show)
+    report = write_calibration(cal, ungrounded_world(p.seed), folder)
+    return {"grounded_closer": report["grounded_closer"], "world_hash": report["world_hash"]}
+
+
+def collect(folder: Path, p: StudyProfile, n: int, workers: int, console: Console) -> dict[str, Any]:
+    from r2s2r.behavior.demos import DemoConfig, collect_demos
+    from r2s2r.lab.twin import LabTwin
+    from r2s2r.progress import count_progress
+    from r2s2r.world.cell import CellConfig
+
+    lab = LabTwin(p.lab, CellConfig(image_size=p.image_size))
+    with count_progress("demos", console) as bar:
+        task = bar.add_task("demos", total=n, status="")
+
+        def show(attempt, demos, attempts):
+            bar.update(task, completed=demos, status=f"attempts {attempts}, success {demos / attempts:.0%}")
+
+        stats = collect_demos(lab, folder / DATA, DemoConfig(n=n, seed=p.seed, workers=workers), p.lab, show)
+    return {"demos": stats.demos, "attempts": stats.attempts, "failures": stats.failures}
+
+
+def simulate(
+    folder: Path, p: StudyProfile, cfg: SimConfig, cal_dir: Path, real_dir: Path, workers: int, console: Console
+) -> dict[str, Any]:
+    from r2s2r.generate.commands import WORLD_FILE_OF, configuration, progress_status
+    from r2s2r.generate.run import RunConfig, generate
+    from r2s2r.progress import count_progress
+
+    demos = real_dir / DATA if cfg.behavior == "grounded" else None
+    spec, info = configuration(
+        cfg.world, cfg.behavior, cal_dir / WORLD_FILE_OF[cfg.world], demos, p.seed, p.image_size, p.mix
+    )
+    with count_progress("admitted", console) as bar:
+        task = bar.add_task("generate", total=p.n_sim, status="")
+        stats = generate(
+            folder / DATA,
+            spec,
+            RunConfig(n=p.n_sim, workers=workers),
+            info,
+            on_attempt=lambda rec, s: bar.update(task, completed=s["admitted"], status=progress_status(s)),
+        )
+    keep = ("attempts", "admitted", "admission_rate", "failures", "admitted_per_hour_per_worker", "overhead")
+    return {k: stats[k] for k in keep}
+
+
+def policy_preset(p: StudyProfile, pol: PolicySpec):
+    """The training preset of ``pol`` under ``p``: the profile's preset, steps and seed; the ratio
+    when it co-trains (the policy's own, else the profile's)."""
+    from r2s2r.train.presets import get_preset
+
+    preset = get_preset(p.preset)
+    ratio = (pol.ratio or p.ratio) if pol.sims else None
+    return dataclasses.replace(preset, train=dataclasses.replace(preset.train, steps=p.steps, ratio=ratio, seed=p.seed))
+
+
+def train_policy(
+    folder: Path, pol: PolicySpec, preset, real_dir: Path, sim_dirs: list[Path], console: Console
+) -> dict[str, Any]:
+    import torch
+
+    from r2s2r.policy.checkpoint import resolve_checkpoint
+    from r2s2r.progress import count_progress
+    from r2s2r.train.loop import train
+    from r2s2r.train.state import read_state
+
+    run = folder / RUN
+    ckpt = resolve_checkpoint(run) if (run / "latest").is_file() else None
+    state = read_state(ckpt)[0] if ckpt is not None else None
+    if state is None or state.step < preset.train.steps:  # else: finished, killed before stage.json
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) - 1))  # one core left to the batch loader
+        with count_progress(f"train {pol.name}", console) as bar:
+            task = bar.add_task("train", total=preset.train.steps, status="")
+
+            def show(step, record):
+                status = f"loss {record['loss']:.4f}  {record['samples_per_s']:.0f} samples/s" if record else None
+                bar.update(task, completed=step, **({"status": status} if status else {}))
+
+            result = train(real_dir / DATA, [d / DATA for d in sim_dirs], run, preset, device="auto", on_step=show)
+        history, samples, step = result.history, result.samples, result.step
+    else:
+        history, samples, step = state.history, state.samples, state.step
+    atomic.write_json(folder / HISTORY, history)
+    return {"step": step, "final_loss": history[-1]["loss"] if history else None, "samples": samples}
+
+
+def evaluate_policy(
+    folder: Path, pol: PolicySpec, p: StudyProfile, train_dir: Path, workers: int, console: Console
+) -> dict[str, Any]:
+    from r2s2r.evaluate.runner import EvalConfig, evaluate
+    from r2s2r.policy import load_policy
+    from r2s2r.progress import count_progress
+
+    policy = load_policy(train_dir / RUN)
+    config = EvalConfig(p.trials, p.seed, p.eval_batch, max(1, min(workers, p.eval_batch)), p.max_duration)
+    wins = [0, 0]
+    with count_progress(f"trials {pol.name}", console) as bar:
+        task = bar.add_task("trials", total=p.trials.total, status="")
+
+        def show(o) -> None:
+            wins[0] += o.success
+            wins[1] += 1
+            bar.update(task, advance=1, status=f"success {wins[0]}/{wins[1]}")
+
+        res = evaluate(policy, p.lab, config, out=folder, name=pol.name, on_trial=show)
+    res.save(folder)
+    o = res.overall()
+    return {"successes": o.successes, "trials": o.trials, "wall_s": res.timing["wall_seconds"]}

@@ -1,0 +1,164 @@
+"""The study end to end at smoke size, its report's consistency with the results files, caching,
+and the registries of designs and profiles."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from rich.console import Console
+
+from r2s2r.cli import main
+from r2s2r.errors import ConfigError, UnknownNameError
+from r2s2r.evaluate.results import EvalResults
+from r2s2r.evaluate.stats import factorial_effects
+from r2s2r.study import DESIGNS, PROFILES, get_design, get_profile, run_study
+from r2s2r.study.design import Design, PolicySpec, SimConfig
+from r2s2r.study.report import fmt_rate, reproduces, trend_sentences
+from r2s2r.study.runner import plan_study, stage_table
+
+QUIET = Console(stderr=True, quiet=True)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    out = tmp_path_factory.mktemp("study")
+    results = run_study(out, "smoke", workers=2, console=QUIET)
+    return out, results
+
+
+@pytest.mark.slow
+def test_smoke_study_writes_every_artifact(smoke):
+    out, results = smoke
+    for name in ("report.md", "results.json", "success.png", "training.png", "study.json"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    assert (out / "success.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    study = json.loads((out / "study.json").read_text())
+    stage_dirs = sorted((out / "stages").iterdir())
+    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 2 * 5
+    for d in stage_dirs:
+        assert (d / "stage.json").is_file(), d
+    cal = next(d for d in stage_dirs if d.name.startswith("calibrate-"))
+    for name in ("world.json", "ungrounded.json", "report.json", "report.md", "records/measurements.json"):
+        assert (cal / name).is_file(), name
+    assert set(results["policies"]) == {p.name for p in get_design("grounding").policies}
+    assert set(results["generation"]) == {"gw-gb", "gw-ub", "uw-gb", "uw-ub"}
+    for g in results["generation"].values():
+        assert g["admitted"] == PROFILES["smoke"].n_sim and g["attempts"] >= g["admitted"]
+
+
+@pytest.mark.slow
+def test_smoke_report_agrees_with_the_results_files(smoke):
+    out, results = smoke
+    report = (out / "report.md").read_text()
+    assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(results))
+    for name, pol in results["policies"].items():
+        res = EvalResults.load(pol["eval_dir"])  # the evaluation stage's own results.json
+        o = res.overall()
+        assert (
+            (pol["overall"]["successes"], pol["overall"]["trials"])
+            == (o.successes, o.trials)
+            == (
+                sum(res.successes()),
+                PROFILES["smoke"].trials.total,
+            )
+        )
+        row = next(line for line in report.splitlines() if line.startswith(f"| {name} | "))
+        assert fmt_rate(pol["overall"]) in row and fmt_rate(pol["nominal"]) in row and fmt_rate(pol["shifted"]) in row
+        by_kind = {k: (r.successes, r.trials) for k, r in res.by_kind().items()}
+        assert {k: (v["successes"], v["trials"]) for k, v in pol["by_kind"].items()} == by_kind
+    # the 2x2 effects are those of the four cells' evaluation results
+    design = get_design("grounding")
+    counts = {}
+    for (a, b), cell in zip(((0, 0), (0, 1), (1, 0), (1, 1)), design.cells, strict=True):
+        o = EvalResults.load(results["policies"][cell]["eval_dir"]).overall()
+        counts[(a, b)] = (o.successes, o.trials)
+    want = factorial_effects(counts, design.factors)
+    for k, e in want.items():
+        got = results["effects"]["overall"][k]
+        assert got == pytest.approx({"estimate": e.estimate, "low": e.low, "high": e.high})
+    for cfg, g in results["generation"].items():
+        row = next(line for line in report.splitlines() if line.startswith(f"| {cfg} | "))
+        assert f"{g['admitted']}/{g['attempts']}" in row
+    for heading in ("## Success on the lab", "## Per-condition successes", "## Grounding effects (2x2)",
+                    "## What this run shows", "## Grounding mismatch", "## Simulated data per configuration",
+                    "## Training", "## Stages: time and machine"):  # fmt: skip
+        assert heading in report
+    assert ("does NOT reproduce" in report) or ("shows the study's trends" in report)
+
+
+@pytest.mark.slow
+def test_rerun_is_cached_and_a_changed_setting_reruns_only_its_dependents(smoke):
+    out, first = smoke
+    again = run_study(out, "smoke", workers=2, console=QUIET)
+    assert all(s["cached"] for s in again["stages"])
+    strip = lambda r: {k: v for k, v in r.items() if k != "stages"}  # noqa: E731
+    assert strip(again) == strip(first)
+    # more training steps: only training and evaluation are to run again
+    changed = dataclasses.replace(PROFILES["smoke"], train_steps=PROFILES["smoke"].steps + 1)
+    rows = stage_table(plan_study(changed, get_design("grounding"), out / "stages", 2, QUIET), out / "stages")
+    to_run = {r["stage"].split("-")[0] for r in rows if not r["cached"]}
+    assert to_run == {"train", "eval"} and all(r["cached"] for r in rows if r["stage"].startswith(("sim", "demos")))
+    # another lab: everything reruns
+    other = dataclasses.replace(PROFILES["smoke"], lab=1)
+    rows = stage_table(plan_study(other, get_design("grounding"), out / "stages", 2, QUIET), out / "stages")
+    assert not any(r["cached"] for r in rows)
+
+
+def test_registries_name_bad_choices():
+    with pytest.raises(UnknownNameError, match="Did you mean 'quick'"):
+        get_profile("quik")
+    with pytest.raises(UnknownNameError, match="Did you mean 'grounding'"):
+        get_design("grounding2")
+    with pytest.raises(UnknownNameError, match="world grounding"):
+        SimConfig("calibrated", "grounded")
+    with pytest.raises(ConfigError, match="baseline"):
+        Design("x", (PolicySpec("a"),), baseline="b")
+    with pytest.raises(ConfigError, match="n_sim"):
+        PROFILES["quick"].replace(n_sim=0)
+    assert PROFILES["quick"].replace(n_sim=None, lab=3).lab == 3
+    for name, design in DESIGNS.items():
+        assert design.baseline in {p.name for p in design.policies}, name
+    g = get_design("grounding")
+    assert [c.name for c in g.sim_configs] == ["gw-gb", "gw-ub", "uw-gb", "uw-ub"]
+    assert g.cells == ("real+uw-ub", "real+uw-gb", "real+gw-ub", "real+gw-gb")
+
+
+def test_paper_and_quick_keep_the_fifty_trial_protocol():
+    for name in ("quick", "paper"):
+        t = PROFILES[name].trials
+        assert (t.total, t.nominal, t.total - t.nominal) == (50, 24, 26)
+    assert (PROFILES["paper"].n_real, PROFILES["paper"].n_sim) == (100, 1500)
+
+
+def test_cli_study_errors_and_dry_run(tmp_path, capsys):
+    assert main(["study", "run", "--profile", "quik", "--out", str(tmp_path / "s")]) == 2
+    assert "Did you mean 'quick'" in capsys.readouterr().err
+    assert main(["study", "run", "--design", "nope", "--out", str(tmp_path / "s"), "--dry-run"]) == 2
+    assert main(["study", "run", "--profile", "smoke", "--out", str(tmp_path / "s"), "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "calibrate" in err and "eval-real+gw-gb" in err and "total" in err
+    assert not (tmp_path / "s" / "report.md").exists()
+
+
+def _fake(diffs: list[float], effects: dict[str, float]) -> dict:
+    def eff(x):
+        return {"estimate": x, "low": x - 0.1, "high": x + 0.1}
+
+    return {
+        "design": {"baseline": "real-only"},
+        "comparisons": {f"p{i}": {"difference": eff(d)} for i, d in enumerate(diffs)},
+        "effects": {"overall": {k: eff(v) for k, v in effects.items()}},
+    }
+
+
+def test_trend_sentences_say_what_the_numbers_say():
+    good = _fake([0.3, 0.2], {"world grounding": 0.2, "behaviour grounding": 0.15, "w x b": 0.0})
+    assert "shows the study's trends" in reproduces(good)
+    bad = _fake([0.3, -0.2], {"world grounding": -0.2, "behaviour grounding": 0.15, "w x b": 0.0})
+    text = reproduces(bad)
+    assert "does NOT reproduce" in text and "world grounding raises success" in text
+    lines = trend_sentences(bad)
+    assert any("BELOW" in t for t in lines) and any("interaction" in t for t in lines)
+    assert any("overlap zero" in t for t in trend_sentences(_fake([0.05], {"world grounding": 0.05})))
