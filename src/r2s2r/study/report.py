@@ -17,6 +17,9 @@ LABELS = {"nominal": "nominal", "lighting": "lighting", "belt_speed": "belt spee
           "combined": "combined"}  # fmt: skip
 
 
+SUBSETS = ("overall", "nominal", "shifted")
+
+
 def _row(cells) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
@@ -164,7 +167,7 @@ def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
             *_table(
                 ["effect (pts)", "overall", "nominal", "shifted"],
                 [
-                    [k, *(_pts(s["effects"][sub][k]) for sub in ("overall", "nominal", "shifted"))]
+                    [k, *(_pts(s["effects"][sub][k]) if sub in s["effects"] else "-" for sub in SUBSETS)]
                     for k in s["effects"]["overall"]
                 ],
             ),  # fmt: skip
