@@ -21,7 +21,8 @@ def _row(cells: Sequence[object]) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A markdown table as lines: the header row, the rule, one line per row."""
     return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows)]
 
 
@@ -43,7 +44,7 @@ def results_table(res: EvalResults) -> str:
         f"{len(res.outcomes)} trials (trial list {res.trials.digest()}); policy seed {res.settings.get('seed')}, "
         f"batch {res.settings.get('batch')}, max {res.settings.get('max_duration')} s per trial.",
         "",
-        *_table(["condition", "success", "rate", f"{conf} Wilson CI"], rows),
+        *markdown_table(["condition", "success", "rate", f"{conf} Wilson CI"], rows),
         "",
     ]
     failures = res.failures()
@@ -69,7 +70,7 @@ def comparison_table(results: Sequence[EvalResults], paired: Mapping[int, Paired
         o = r.overall()
         cells = [f"{by[k].successes}/{by[k].trials}" if k in by else "-" for k in kinds]
         rows.append([r.policy, *cells, f"{o.successes}/{o.trials} ({o.rate:.0%})", f"[{o.low:.0%}, {o.high:.0%}]"])
-    lines = _table(header, rows)
+    lines = markdown_table(header, rows)
     if paired:
         ref = results[0].policy
         lines += ["", f"Paired against {ref} (same trials):", ""]
@@ -85,7 +86,7 @@ def comparison_table(results: Sequence[EvalResults], paired: Mapping[int, Paired
                     f"{c.p_value:.3g}",
                 ]
             )
-        lines += _table(
+        lines += markdown_table(
             ["policy", f"minus {ref} (pts)", "95% Newcombe CI", f"only it / only {ref}", "exact McNemar p"], prow
         )
     return "\n".join(lines) + "\n"
@@ -94,12 +95,12 @@ def comparison_table(results: Sequence[EvalResults], paired: Mapping[int, Paired
 def effects_table(effects: Mapping[str, Effect], cells: Mapping[tuple[int, int], str]) -> str:
     """A 2x2 design: which policy is in which cell, and the main effects and interaction."""
     lines = ["2x2 design (levels 0/1):", ""]
-    lines += _table(["cell", "policy"], [[f"{a}{b}", cells[(a, b)]] for a, b in sorted(cells)])
+    lines += markdown_table(["cell", "policy"], [[f"{a}{b}", cells[(a, b)]] for a, b in sorted(cells)])
     lines += [""]
     rows = [
         [name, f"{100 * e.estimate:+.1f}", f"[{100 * e.low:+.1f}, {100 * e.high:+.1f}]"] for name, e in effects.items()
     ]
-    lines += _table(["effect", "success (pts)", "95% MOVER-Wilson CI"], rows)
+    lines += markdown_table(["effect", "success (pts)", "95% MOVER-Wilson CI"], rows)
     lines += [
         "",
         "Main effect: change in success rate from level 0 to 1, averaged over the other factor; interaction: "

@@ -11,21 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from r2s2r.evaluate.tables import LABELS, markdown_table
 from r2s2r.world.conditions import KINDS
 
-LABELS = {"nominal": "nominal", "lighting": "lighting", "belt_speed": "belt speed", "novel_object": "novel object",
-          "combined": "combined"}  # fmt: skip
-
-
 SUBSETS = ("overall", "nominal", "shifted")
-
-
-def _row(cells) -> str:
-    return "| " + " | ".join(str(c) for c in cells) + " |"
-
-
-def _table(header, rows) -> list[str]:
-    return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows)]
 
 
 def fmt_rate(r: dict | None) -> str:
@@ -104,7 +93,7 @@ def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
         "",
         "## Success on the lab (95 % Wilson intervals)",
         "",
-        *_table(
+        *markdown_table(
             ["policy", "sim data", "overall", "nominal", "shifted"],
             [
                 [
@@ -122,7 +111,7 @@ def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
         "",
         "## Per-condition successes",
         "",
-        *_table(
+        *markdown_table(
             ["policy", *(LABELS[k] for k in KINDS), "failure modes"],
             [
                 [
@@ -139,7 +128,7 @@ def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
         "",
         f"## Against `{s['design']['baseline']}`, trial by trial",
         "",
-        *_table(
+        *markdown_table(
             [
                 "policy",
                 "difference (pts) [95 % Newcombe CI]",
@@ -164,7 +153,7 @@ def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
             "factor; the interaction is how much more one helps when the other is grounded. 95 % MOVER-Wilson "
             "intervals, treating the four policies as independent samples (conservative for paired trials).",
             "",
-            *_table(
+            *markdown_table(
                 ["effect (pts)", "overall", "nominal", "shifted"],
                 [
                     [k, *(_pts(s["effects"][sub][k]) if sub in s["effects"] else "-" for sub in SUBSETS)]
@@ -183,7 +172,7 @@ def _grounding_sections(s: dict[str, Any]) -> list[str]:
     lines = [
         "## Grounding mismatch (measured on lab data; lower is better)",
         "",
-        *_table(
+        *markdown_table(
             ["group", "item", "unit", "ungrounded", "grounded"],
             [[r["group"], r["item"], r["unit"], f"{r['ungrounded']:.3g}", f"{r['grounded']:.3g}"] for r in cal["rows"]],
         ),
@@ -194,7 +183,7 @@ def _grounding_sections(s: dict[str, Any]) -> list[str]:
         "",
         "## Simulated data per configuration",
         "",
-        *_table(
+        *markdown_table(
             [
                 "configuration",
                 "admitted / attempts",
@@ -222,7 +211,7 @@ def _grounding_sections(s: dict[str, Any]) -> list[str]:
         "",
         "## Training",
         "",
-        *_table(
+        *markdown_table(
             ["policy", "steps", "final loss", "samples seen"],
             [
                 [
@@ -239,7 +228,7 @@ def _grounding_sections(s: dict[str, Any]) -> list[str]:
         "",
         "## Stages: time and machine",
         "",
-        *_table(
+        *markdown_table(
             ["stage", "seconds", "cached this run", "machine"],
             [[r["stage"], f"{r['seconds']:.0f}", "yes" if r["cached"] else "no", r["machine"]] for r in s["stages"]],
         ),
