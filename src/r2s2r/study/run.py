@@ -93,7 +93,7 @@ def run_study(
     if dry_run:
         return None
     t0 = time.perf_counter()
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    started, commit = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), source_commit()  # the code that runs
     records = run_plan(plan, root, console)
     results = summarize_study(plan, records, profile_name, profile, design_name, design)
     wall = time.perf_counter() - t0
@@ -101,7 +101,7 @@ def run_study(
     total_min = sum(r.seconds for r in records.values()) / 60
     header = {
         "command": f"`{command or 'r2s2r study run --profile ' + profile_name}`",
-        "r2s2r commit": source_commit(),
+        "r2s2r commit": commit,
         "started": started,
         "wall time of this run": f"{wall / 60:.1f} min ({cached} of {len(records)} stages were cached); "
         f"sum of all stage times {total_min:.1f} min",
