@@ -33,14 +33,15 @@ from r2s2r.study.design import Design, PolicySpec, SimConfig
 from r2s2r.study.profiles import StudyProfile
 from r2s2r.study.stages import StageRecord, Stages, key_hash
 
-# Estimated seconds per unit of work on one core of the 2-core development machine (from the
-# measurements in docs/benchmarks.md); only the plan's time estimate uses them.
+# Estimated costs on one core of the 2-core development machine, measured by the quick study of
+# docs/results (2026-12-03); only the plan's time estimate uses them.
 COST_S = {
-    "calibrate": 180.0,  # whole calibration
-    "demo_96px": 9.0,  # one real demonstration attempt, 96 px policy images
-    "sim_attempt_96px": 5.0,  # one generation attempt
-    "train_step": {"tiny": 0.01, "cpu": 0.15, "gpu": 5.0},
-    "trial_s_per_s": 0.5,  # compute seconds per second of trial time (lab physics + 3 renders)
+    "calibrate": 250.0,  # the whole calibration (one process)
+    "lab_step": 0.09,  # one 10 Hz lab control step: physics + three shadowed, anti-aliased renders
+    "demo_steps": 100.0,  # control steps of one teleoperated demonstration attempt
+    "sim_admitted_96px": 5.0,  # seconds per admitted simulated trajectory, its rejected attempts included
+    "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},  # one optimiser step on one torch thread
+    "trial_fill": 0.8,  # fraction of the time limit an average trial runs
 }
 
 
@@ -71,8 +72,8 @@ class StudyPlan:
         return next(s for s in self.stages if s.name == name)
 
 
-def _scale(image_size: int) -> float:
-    return max(0.4, image_size / 96)  # rendering is most of a lab or sim step; smaller images render faster
+def _sim_scale(image_size: int) -> float:
+    return 0.4 + 0.6 * image_size / 96  # simulated renders are cheap; physics and planning stay
 
 
 def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, console: Console) -> StudyPlan:
@@ -92,7 +93,7 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
     for n in sorted({pol.n_real or p.n_real for pol in design.policies} | {p.n_real}):
         key = {"stage": "demos", "lab": p.lab, "n": n, "seed": p.seed, "image_size": p.image_size, "version": version}
         demos[n] = f"demos-{n}"
-        est = n * 1.05 * COST_S["demo_96px"] * _scale(p.image_size) / workers
+        est = n * 1.1 * COST_S["demo_steps"] * COST_S["lab_step"] / workers
         run = lambda d, n=n: steps.collect(d, p, n, workers, console)  # noqa: E731
         out.append(PlannedStage(demos[n], key, run, est, f"{n} real demos"))
     real = next(s for s in out if s.name == demos[p.n_real])  # the grounded behaviour's sources
@@ -111,7 +112,7 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
             "version": version,
         }
         sims[cfg.name] = f"sim-{cfg.name}"
-        est = p.n_sim * 1.3 * COST_S["sim_attempt_96px"] * _scale(p.image_size) / workers
+        est = p.n_sim * COST_S["sim_admitted_96px"] * _sim_scale(p.image_size) / workers
         run = lambda d, cfg=cfg: steps.simulate(d, p, cfg, cal_dir, real_dir, workers, console)  # noqa: E731
         out.append(PlannedStage(sims[cfg.name], key, run, est, f"{p.n_sim} sim trajectories, {cfg.label}"))
     by_name = {s.name: s for s in out}
@@ -169,7 +170,8 @@ def _policy_stages(
         "version": r2s2r.__version__,
     }
     train_dir = stages.dir(train_name, train_key)
-    est = p.trials.total * p.max_duration * COST_S["trial_s_per_s"] * _scale(p.image_size) / workers
+    trial_steps = p.max_duration * 10 * COST_S["trial_fill"]
+    est = p.trials.total * trial_steps * COST_S["lab_step"] / min(workers, p.eval_batch)
     ev = PlannedStage(
         f"eval-{pol.name}",
         eval_key,
