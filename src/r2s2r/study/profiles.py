@@ -3,7 +3,7 @@
 - ``paper``: the study's sizes: 100 real demonstrations, 1,500 simulated trajectories per grounding
   configuration, the 50-trial protocol, full 96 px images (the ``gpu`` training preset).
 - ``quick`` (default): the 50-trial protocol with less data and the small CPU model, so the whole
-  study finishes on a 2-core CPU in about an hour.
+  study finishes on a 2-core CPU in 1.5-2 hours (measured: docs/results; over the hour it aims at).
 - ``smoke``: every stage at toy size (tests, CI).
 
 A profile says *how much*; the design (``r2s2r.study.design``) says *which policies*. Run settings
@@ -76,7 +76,7 @@ PROFILES: dict[str, StudyProfile] = {
         eval_batch=5,
     ),
     "quick": StudyProfile(
-        "the 50-trial protocol on a 2-core CPU in about an hour: 30 real demos, 200 sim trajectories "
+        "the 50-trial protocol on a 2-core CPU in 1.5-2 hours: 30 real demos, 200 sim trajectories "
         "per configuration, the cpu model (48 px) for 1200 steps",
         n_real=30,
         n_sim=200,
