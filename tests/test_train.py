@@ -173,8 +173,9 @@ def test_predict_chunk_is_batched_and_determined_by_the_generator(straight):
     assert np.array_equal(a, policy.predict_chunk(obs, np.random.default_rng(7)))
     assert not np.array_equal(a, policy.predict_chunk(obs, np.random.default_rng(8)))
     e = policy.embed(obs)
-    assert e.shape == (5, policy.config.width) and np.array_equal(
-        e[:2], policy.embed({k: v[:2] for k, v in obs.items()})
+    # batch-independent up to float rounding: CPU kernels may sum in another order for another batch size
+    assert e.shape == (5, policy.config.width) and np.allclose(
+        e[:2], policy.embed({k: v[:2] for k, v in obs.items()}), rtol=1e-5, atol=1e-6
     )
     bad = dict(obs, head_left=obs["head_left"][:, :8])
     with pytest.raises(R2S2RError, match="head_left.*shape"):
