@@ -61,7 +61,7 @@ def test_eval_bad_input_names_the_problem(evaluated, tmp_path, capsys):
     assert main(["eval", "comapre", str(evaluated)]) == 2
     assert "Did you mean 'compare'" in capsys.readouterr().err
     assert main(["eval", "--policy", "no/such/ckpt", "--out", str(tmp_path / "x")]) == 2
-    assert "expected 'scripted', 'random' or a checkpoint directory" in capsys.readouterr().err
+    assert "expected 'scripted', 'random', 'hold' or a checkpoint directory" in capsys.readouterr().err
     assert main(["eval", "compare", str(tmp_path)]) == 2
     assert "results.json" in capsys.readouterr().err
     other = tmp_path / "other"

@@ -8,6 +8,7 @@ import torch
 
 from r2s2r.errors import R2S2RError
 from r2s2r.policy import PolicyConfig, RecedingHorizon, count_parameters, resize_images
+from r2s2r.policy.horizon import ChunkEnsemble
 from r2s2r.policy.model import FlowTransformer
 from r2s2r.train import PRESETS
 
@@ -70,6 +71,50 @@ def test_receding_horizon_executes_k_actions_per_chunk():
     assert got == [100, 101, 102, 200, 201, 202, 300] and policy.calls == 3
     runner.reset()
     assert runner.act(obs, np.random.default_rng(0))[0, 0] == 400
+
+
+def test_chunk_ensemble_weights_overlapping_chunks_and_keeps_a_consistent_trajectory():
+    # consistent chunks (all on one trajectory) are executed exactly, whatever the weights
+    traj = np.cumsum(np.random.default_rng(1).normal(size=(40, 27)), axis=0)
+    for decay in (None, 0.0, 0.01, 0.5, -0.5):
+        ens = ChunkEnsemble(decay)
+        got = []
+        for step in range(30):
+            if step % 3 == 0:
+                ens.add(step, traj[step : step + 8])
+            got.append(ens.action(step))
+        np.testing.assert_allclose(got, traj[:30], atol=1e-4)
+    # chunks offset by their index: step 6 is covered by chunks 0 (row 6), 1 (row 3), 2 (row 0)
+    ens = ChunkEnsemble(0.5)
+    for c in range(3):
+        ens.add(3 * c, np.full((8, 27), float(c)))
+    w = np.exp(-0.5 * np.arange(3))
+    np.testing.assert_allclose(ens.action(6), np.full(27, (w * [0, 1, 2]).sum() / w.sum()), rtol=1e-6)
+    plain = ChunkEnsemble(None)
+    plain.add(0, np.zeros((8, 27)))
+    plain.add(3, np.ones((8, 27)))
+    np.testing.assert_array_equal(plain.action(4), np.ones(27))  # newest alone
+    with pytest.raises(R2S2RError, match="no chunk covers step 20"):
+        plain.action(20)
+    with pytest.raises(R2S2RError, match="decay"):
+        ChunkEnsemble(float("nan"))
+
+
+def test_ensembling_shrinks_the_jumps_between_disagreeing_chunks():
+    # each chunk is the same trajectory plus its own random offset (a sampled chunk's error): executing
+    # the newest alone jumps by the difference of two offsets at every re-plan; the mean of the 4
+    # overlapping chunks (H 16, k 4) by a quarter of one
+    offsets = np.random.default_rng(0).normal(size=100)
+
+    def rms_jump(decay):
+        ens, actions = ChunkEnsemble(decay), []
+        for step in range(400):
+            if step % 4 == 0:
+                ens.add(step, np.full((16, 27), offsets[step // 4]))
+            actions.append(ens.action(step)[0])
+        return np.sqrt(np.mean(np.diff(actions[16:]) ** 2))
+
+    assert rms_jump(0.0) < 0.3 * rms_jump(None)
 
 
 def test_resize_keeps_frames_at_size_and_averages_when_shrinking():

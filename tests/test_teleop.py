@@ -55,6 +55,21 @@ def test_recorded_actions_respect_joint_limits(demos):
 
 
 @pytest.mark.slow
+def test_recorded_actions_are_what_reached_the_robot_and_within_rated_speed(demos):
+    # the teleoperation system limits its commands, so the safety filter never changes one, and the
+    # recorded action (the command after the filter) steps no faster than the rated joint speeds
+    out, stats = demos
+    assert stats.safety == {}
+    max_step = np.asarray(rizon.VELOCITY_LIMIT) * CELL.control.control_dt
+    with Dataset(out) as ds:
+        for ep in ds.episodes():
+            steps = np.abs(np.diff(ep.actions[:, :7], axis=0))
+            assert np.all(steps <= max_step + 1e-6)
+            first = np.abs(ep.actions[0, :7] - ep.obs["proprio"][0, :7])
+            assert np.all(first <= max_step + 1e-3)
+
+
+@pytest.mark.slow
 def test_replaying_recorded_actions_reproduces_the_success(demos):
     out, _ = demos
     lab = LabTwin(3, CELL)

@@ -309,3 +309,65 @@ def test_two_processes_train_with_ddp_and_resume_needs_the_same_world(data, tmp_
     assert np.isfinite(policy.predict_chunk(obs_batch(policy, 2), np.random.default_rng(0))).all()
     with pytest.raises(R2S2RError, match="world_size: checkpoint 2, now 1"):
         train(data["real"], [data["sim0"]], out, preset(steps=5, ratio=0.5))
+
+
+def test_flow_samples_share_one_encoding_and_repeat_the_same_loss():
+    # R copies of the same (noise, time) per observation give the loss of one copy: each flow sample
+    # is paired with its own observation's tokens and actions
+    import torch
+
+    from r2s2r.policy.model import FlowTransformer
+
+    p = get_preset("tiny").policy
+    torch.manual_seed(0)
+    model = FlowTransformer(p)
+    b = 3
+    images = {c: torch.randint(0, 256, (b, 16, 16, 3), dtype=torch.uint8) for c in p.cameras}
+    proprio, actions = torch.randn(b, 27), torch.randn(b, p.action_horizon, 27)
+    noise, t = torch.randn(b, p.action_horizon, 27), torch.rand(b)
+    one = model(images, proprio, actions, noise, t)
+    three = model(images, proprio, actions, noise.repeat_interleave(3, 0), t.repeat_interleave(3, 0))
+    torch.testing.assert_close(three, one, rtol=1e-5, atol=1e-6)
+    shuffled = model(images, proprio, actions, noise.repeat(3, 1, 1), t.repeat(3))  # wrong pairing
+    assert not torch.allclose(shuffled, one)
+
+
+def test_held_out_demos_pick_the_best_checkpoint(tmp_path):
+    from r2s2r.policy.checkpoint import BEST, LATEST
+    from r2s2r.train.validation import split_episodes
+
+    feats = standard_features(state_dim=4, image_size=(16, 16))
+    real = write(tmp_path / "demos", feats, (12, 10, 14, 11, 13), "real", 7)
+    train_eps, held = split_episodes(5, 0.2, seed=3)
+    assert len(held) == 1 and sorted([*train_eps, *held]) == list(range(5))
+    p = preset(steps=60, checkpoint_every=20, log_every=10, holdout=0.2, seed=3, lr=2e-3, flow_samples=2)
+    res = train(real, [], tmp_path / "run", p)
+    vals = [r for r in res.history if "val_arm" in r]
+    assert [r["step"] for r in vals] == [20, 40, 60]
+    assert all(r["val_hold_arm"] == vals[0]["val_hold_arm"] > 0 for r in vals)  # the same frames each time
+    assert res.samples["real"] == 60 * 16
+    best = min(vals, key=lambda r: r["val_arm"])["step"]
+    run = tmp_path / "run"
+    assert (run / BEST).read_text().strip() == f"step_{best:08d}" and (run / f"step_{best:08d}").is_dir()
+    assert (run / LATEST).read_text().strip() == "step_00000060"
+    meta = json.loads((run / "step_00000060" / "config.json").read_text())
+    assert meta["sources"][0]["held_out"] == held.tolist()
+    # the held-out episode is never trained on
+    with Dataset(real) as ds:
+        from r2s2r.train.sources import open_sources
+
+        src = open_sources(real, [], p.policy, 0.2, 3)
+        try:
+            assert set(src.samplers["real"].index[:, 0].tolist()) == set(train_eps.tolist())
+        finally:
+            src.close()
+        assert len(ds) == 5
+    # the policy loaded from the run folder is the best checkpoint's
+    import torch
+
+    from r2s2r.policy.checkpoint import WEIGHTS, read_tensors
+
+    policy = load_policy(run)
+    want = read_tensors(run / f"step_{best:08d}" / WEIGHTS)
+    for k, v in policy.model.state_dict().items():
+        torch.testing.assert_close(v, want[k])

@@ -125,7 +125,8 @@ def demos_collect(
     fails = ", ".join(f"{k} {v}" for k, v in sorted(stats.failures.items())) or "none"
     console.print(
         f"{stats.demos} demonstrations in {stats.attempts} attempts: attempt success rate "
-        f"{stats.success_rate:.0%} (failures this run: {fails}); {stats.wall_time:.0f} s -> {out}"
+        f"{stats.success_rate:.0%} (failures this run: {fails}); safety-filter interventions: "
+        f"{sum(stats.safety.values())}; {stats.wall_time:.0f} s -> {out}"
     )
 
 

@@ -4,7 +4,9 @@ Attempt ``k`` of a collection with seed ``s`` draws its condition and the operat
 from ``(s, k)`` only, so a collection is reproducible and resumes without loss or duplicates:
 the dataset stores successful attempts under key ``k``, and a rerun continues after the last one.
 Demonstrations only use nominal conditions. Episodes pair the observation at step t with the
-action sent at step t; for real data ``states`` is the proprioception (no simulator state exists).
+action of step t as it reached the robot (``RealCell.last_command``: after the safety filter, which
+the teleoperation system's own rate and range limits keep from changing anything); for real data
+``states`` is the proprioception (no simulator state exists).
 Each demonstration also keeps its first frame's full-resolution head stereo pair as episode extras
 (``STEREO_EXTRAS``: the head cameras' frames captured right after the reset, before any action), for
 estimating the object's initial pose from images.
@@ -56,6 +58,7 @@ class Attempt:
     failure: str | None
     steps: int
     episode: Episode | None  # only for successes
+    safety: dict[str, int] = dataclasses.field(default_factory=dict)  # safety-filter interventions in it
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class DemoStats:
     attempts: int
     wall_time: float
     failures: dict[str, int]
+    safety: dict[str, int] = dataclasses.field(default_factory=dict)  # safety-filter interventions, all attempts
 
     @property
     def success_rate(self) -> float:
@@ -78,18 +82,21 @@ def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attem
     obs = lab.reset(cond, seed=trial_seed)
     stereo = {key: lab.capture(cam) for cam, key in STEREO_EXTRAS.items()}
     operator.start(lab.read_encoders("right")[:7], rng)
+    filtered = lab.safety_report()
     frames: dict[str, list[np.ndarray]] = {k: [] for k in obs}
     actions = []
     while not lab.verdict().done:
-        # Sent as recorded (float32), so replaying the dataset's actions repeats the trial exactly.
         action = operator.act(lab.human_view(), lab.time).astype(np.float32)
         for k, v in obs.items():
             frames[k].append(v)
-        actions.append(action)
         obs = lab.act(action)
+        # the command that reached the robot; float32 as sent, so a replay repeats the trial
+        actions.append(lab.last_command("right").astype(np.float32))
     verdict = lab.verdict()
+    after = lab.safety_report()
+    safety = {k: after[k] - filtered.get(k, 0) for k in after if after[k] != filtered.get(k, 0)}
     if not verdict.success:
-        return Attempt(key, False, verdict.failure, len(actions), None)
+        return Attempt(key, False, verdict.failure, len(actions), None, safety)
     proprio = np.asarray(frames.pop("proprio"), dtype=np.float32)
     episode = Episode(
         obs={**{k: np.asarray(v, dtype=np.uint8) for k, v in frames.items()}, "proprio": proprio},
@@ -105,12 +112,13 @@ def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attem
         ),
         extras=stereo,
     )
-    return Attempt(key, True, None, len(actions), episode)
+    return Attempt(key, True, None, len(actions), episode, safety)
 
 
 def make_operator(lab: RealCell, config: OperatorConfig) -> Operator:
     """The teleoperator at ``lab``'s station (it maps tracker poses to the robot base with the
     cell's drawing and solves IK on the robot's factory kinematics)."""
+    config = dataclasses.replace(config, control_dt=lab.control_dt)
     return Operator(lab.factory_calibration("right"), WorldParams.nominal().right_arm.base, config)
 
 
@@ -145,18 +153,21 @@ def collect_demos(
     info = {"kind": "teleop demonstrations", "lab": repr(lab), "seed": config.seed}
     t0 = time.perf_counter()
     failures: dict[str, int] = {}
+    safety: dict[str, int] = {}
     with DatasetWriter(out, features, control_rate_hz=round(1.0 / lab.control_dt, 6), info=info) as writer:
         done = sorted(writer.keys())
         demos = len(done)
         next_key = done[-1] + 1 if done else 0
         attempts = next_key
         if demos >= config.n:
-            return DemoStats(demos, attempts, 0.0, failures)
+            return DemoStats(demos, attempts, 0.0, failures, safety)
         last_success = done[-1] if done else -1
 
         def commit(a: Attempt) -> bool:
             nonlocal demos, attempts, last_success
             attempts += 1
+            for k, v in a.safety.items():
+                safety[k] = safety.get(k, 0) + v
             if a.success:
                 ep = a.episode
                 writer.add(
@@ -198,4 +209,4 @@ def collect_demos(
             f"demos: only {demos} of {config.n} demonstrations succeeded in {attempts} attempts "
             f"(limit {max_attempts}); check the cell or raise --max-attempts"
         )
-    return DemoStats(demos, attempts, time.perf_counter() - t0, failures)
+    return DemoStats(demos, attempts, time.perf_counter() - t0, failures, safety)

@@ -9,7 +9,12 @@ the object to the bin of its colour and opens the hand.
 
 Commands are a wrist pose (the palm centre, world frame) and 20 glove angles; the teleoperation
 system turns the wrist pose into arm joint targets by IK on the robot's factory kinematics.
-The recorded action is those joint targets: 7 arm + 20 hand (rad).
+Like any teleoperation system for a real arm, it only sends what the robot may execute: the IK
+solution is rate-limited to a fraction of the arm's rated joint speeds and kept inside the joint
+ranges the safety filter enforces, and the wrist yaw turns to the grasp yaw along a minimum-jerk
+profile over the reach (a person turns their wrist while reaching, not in one control step). So
+the commands are smooth, the safety filter passes them unchanged, and a policy can learn them.
+The recorded action is the command that reached the robot: 7 arm + 20 hand joint targets (rad).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import numpy as np
 from r2s2r.behavior.ik import ArmIK
 from r2s2r.geometry import inv_T, make_T, min_jerk
 from r2s2r.lab.real_cell import HumanView, KinematicCalibration
+from r2s2r.lab.safety import SafetyLimits
+from r2s2r.world import rizon
 from r2s2r.world.hand import PALM_CENTER, hand_grasp_pose, hand_joint_ranges, hand_open_pose
 from r2s2r.world.objects import CATALOG
 from r2s2r.world.params import Pose
@@ -52,8 +59,10 @@ class OperatorConfig:
     descend_time: float = 0.8
     close_time: float = 0.6
     lift_time: float = 0.6
-    carry_time: float = 1.4
+    carry_time: float = 2.0  # long enough that the carry stays near the rated joint speeds
     release_time: float = 0.4
+    speed_fraction: float = 0.9  # arm command steps are limited to this fraction of the rated joint speeds
+    control_dt: float = 0.1  # s between commands (the robot's control rate)
 
 
 def _rot_z(yaw: float) -> np.ndarray:
@@ -77,6 +86,10 @@ class Operator:
         self.T_base_world = inv_T(make_T(base.pos, base.quat))
         self.T_world_base = make_T(base.pos, base.quat)
         self._hand_lo, self._hand_hi = hand_joint_ranges().T
+        margin = SafetyLimits().joint_margin + 1e-3  # inside the safety filter's range, float32 rounding included
+        self._arm_lo = np.asarray(rizon.JOINT_RANGE)[:, 0] + margin
+        self._arm_hi = np.asarray(rizon.JOINT_RANGE)[:, 1] - margin
+        self._max_step = np.asarray(rizon.VELOCITY_LIMIT) * config.speed_fraction * config.control_dt
 
     def start(self, q_arm: np.ndarray, rng: np.random.Generator) -> None:
         c = self.config
@@ -92,6 +105,7 @@ class Operator:
         self.tremor = np.zeros(3)
         self.glove_jitter = np.zeros(20)
         self.yaw = 0.0
+        self._yaw_from = self._yaw_to = 0.0
         self.grasp_xy = None
         self.ik_failures = 0
 
@@ -124,7 +138,7 @@ class Operator:
             cat = CATALOG[seen.object_name]
             t_pick = self._arrival(seen)
             if t_pick - self._duration(c.reach_time + c.descend_time) <= now:
-                self.yaw = grasp_yaw(seen.object_name, seen.object_yaw, self.rng)
+                self._yaw_from, self._yaw_to = self.yaw, grasp_yaw(seen.object_name, seen.object_yaw, self.rng)
                 self.grasp_offset = c.ball_grasp_offset if cat.shape == "sphere" else c.grasp_offset
                 self._start = self.palm.copy()
                 self._rest_h = cat.rest_height
@@ -136,6 +150,7 @@ class Operator:
             goal = self._predict(seen, now + T - t + self._duration(c.descend_time) * 0.5) + [0, 0, c.approach_height]
             target = self._start + s * (goal - self._start) + [0, 0, c.arc_height * math.sin(math.pi * s)]
             glove = hand_open_pose() + s * (hand_grasp_pose("power", 0.0) - hand_open_pose())
+            self.yaw = self._yaw_from + s * (self._yaw_to - self._yaw_from)
             if t >= T:
                 self._enter("descend", now)
         elif self.phase == "descend":
@@ -193,7 +208,9 @@ class Operator:
         T_world_palm[:3, 3] = self.palm + self.tremor
         res = self.ik.solve(self.T_base_world @ T_world_palm, self.q)
         if res.ok or res.pos_err < 0.01:
-            self.q = res.q
+            # the teleoperation system sends only what the robot may execute: rated speed, joint ranges
+            step = np.clip(res.q - self.q, -self._max_step, self._max_step)
+            self.q = np.clip(self.q + step, self._arm_lo, self._arm_hi)
         else:  # out of reach: the arm stays where it was, as a person's tracked wrist would stall
             self.ik_failures += 1
         glove = np.clip(self.glove + self.glove_jitter, self._hand_lo, self._hand_hi)

@@ -22,13 +22,14 @@ def eval_command(
     trial_seed: int = 0,
     max_duration: float = 25.0,
     videos: bool = False,
+    ensemble: float | None = None,
 ) -> None:
     """Evaluate a policy on the lab's fixed trial list; writes DIR/results.json and DIR/results.md (resumes).
 
     Also: `r2s2r eval compare DIR DIR ...` prints a table across evaluated policies.
 
     Args:
-        policy: 'scripted' (the teleop operator), 'random', or a checkpoint directory.
+        policy: 'scripted' (the teleop operator), 'random', 'hold' (hold still), or a checkpoint directory.
         out: Folder for results.json, results.md, finished waves and videos (rerun to resume).
         lab: Seed of the lab twin.
         workers: Lab processes stepping trials in parallel (results do not depend on it).
@@ -42,6 +43,8 @@ def eval_command(
         trial_seed: Seed of the trial list's draw (the same for every policy).
         max_duration: Trial time limit, s.
         videos: Write an MP4 of every trial (head-left and right-wrist captures; slow).
+        ensemble: How overlapping action chunks are joined: weights exp(-m i), i = 0 the oldest chunk
+            covering a step (ACT's temporal ensembling, m = this value); None executes the newest chunk alone.
     """
     from rich.console import Console
     from rich.markdown import Markdown
@@ -53,7 +56,7 @@ def eval_command(
     from r2s2r.evaluate.trials import TrialPlan
 
     plan = TrialPlan(nominal, lighting, belt_speed, novel_object, combined, trial_seed)
-    config = EvalConfig(plan, seed, batch, workers, max_duration, videos)
+    config = EvalConfig(plan, seed, batch, workers, max_duration, videos, ensemble)
     pol = resolve_policy(policy)
     console = Console(stderr=True)
     columns = (TextColumn("trials"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"))

@@ -91,6 +91,22 @@ class RandomPolicy:
         return rng.uniform(lo, hi, size=(batch, self.action_horizon, len(lo))).astype(np.float32)
 
 
+@dataclass(frozen=True)
+class HoldStill:
+    """Holds the joints where they are (every action repeats the current joint positions): the
+    baseline a learned policy's open-loop error is measured against, run in closed loop. It looks at
+    one small camera (the lab renders it, as it would for a policy) and ignores it."""
+
+    cameras: tuple[str, ...] = POLICY_CAMERAS[:1]
+    image_size: int = 16
+    action_horizon: int = 8
+    execute_steps: int = 8
+
+    def predict_chunk(self, obs: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        q = np.asarray(obs["proprio"], dtype=np.float32)
+        return np.repeat(q[:, None], self.action_horizon, axis=1)
+
+
 Policy = ChunkPolicy | TrialPolicy
 
 
@@ -109,14 +125,16 @@ def policy_kind(policy: object) -> str:
 
 
 def resolve_policy(spec: str) -> Policy:
-    """``scripted`` (the teleop operator), ``random``, or a checkpoint directory."""
+    """``scripted`` (the teleop operator), ``random``, ``hold`` (hold still), or a checkpoint directory."""
     if spec == "scripted":
         return ScriptedOperator()
     if spec == "random":
         return RandomPolicy()
+    if spec == "hold":
+        return HoldStill()
     path = Path(spec)
     if not path.is_dir():
-        raise R2S2RError(f"--policy: expected 'scripted', 'random' or a checkpoint directory, got {spec!r}")
+        raise R2S2RError(f"--policy: expected 'scripted', 'random', 'hold' or a checkpoint directory, got {spec!r}")
     from r2s2r.policy import load_policy
 
     return load_policy(path)

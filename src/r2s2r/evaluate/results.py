@@ -42,6 +42,9 @@ class TrialOutcome:
     lab_seconds: float
     policy_seconds: float
     video: str | None = None
+    # chunk policies: mean over re-plans of the largest arm-joint change (rad) from the last executed
+    # action to the first of the next chunk's (the jump a re-plan makes); None for trial policies
+    replan_jump: float | None = None
 
 
 @dataclass(frozen=True)

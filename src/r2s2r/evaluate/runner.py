@@ -22,7 +22,6 @@ import hashlib
 import json
 import math
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from r2s2r.evaluate.policies import Policy, policy_kind
 from r2s2r.evaluate.pool import LabPool, SlotResult
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
 from r2s2r.evaluate.trials import Trial, TrialList, TrialPlan, make_trials
+from r2s2r.policy.horizon import ChunkEnsemble, check_decay
 from r2s2r.world.cell import CellConfig
 
 _SALT = 0x0E7A1  # separates the policy's draws from other uses of the same seed
@@ -50,18 +50,21 @@ class EvalConfig:
     workers: int = 1  # lab processes; the results do not depend on it
     max_duration: float = 25.0  # s of trial time before the judge calls a timeout
     videos: bool = False  # write DIR/videos/trial_NNN.mp4 (head-left and right-wrist captures)
+    # overlapping chunks: weights exp(-m i), i = 0 the oldest (ACT's temporal ensembling); None: newest only
+    ensemble: float | None = None
 
     def __post_init__(self) -> None:
         for name, lo in (("seed", 0), ("batch", 1), ("workers", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < lo:
                 raise ConfigError(f"eval --{name}: expected an integer >= {lo}, got {value!r}")
+        check_decay(self.ensemble)
         if not self.max_duration > 0:
             raise ConfigError(f"eval --max-duration: expected a positive duration, got {self.max_duration!r}")
 
     def settings(self) -> dict:
         """What the outcomes depend on (and, informative only, workers and videos)."""
-        return {"seed": self.seed, "batch": self.batch, "max_duration": self.max_duration}
+        return {"seed": self.seed, "batch": self.batch, "max_duration": self.max_duration, "ensemble": self.ensemble}
 
 
 def _wave_key(policy_name: str, trials: TrialList, config: EvalConfig) -> str:
@@ -95,7 +98,9 @@ def _run_wave(
             for o in done:
                 on_trial(o)
         return done, 0.0
-    queues: dict[int, deque] = {s: deque() for s in slots}
+    ensembles = {s: ChunkEnsemble(config.ensemble) for s in slots}
+    last: dict[int, np.ndarray] = {}  # last executed action per slot
+    jumps: dict[int, list[float]] = {s: [] for s in slots}
     obs = pool.start(slots, set(slots))
     results: dict[int, TrialOutcome] = {}
     policy_seconds = 0.0
@@ -105,20 +110,24 @@ def _run_wave(
             break
         if step == max_steps:
             raise R2S2RError(f"lab did not end trials {[trials[s].index for s in running]} within {max_steps} steps")
-        need = [s for s in running if not queues[s]]
-        if need:
+        if step % policy.execute_steps == 0:
             t0 = time.perf_counter()
             rng = np.random.default_rng([config.seed, _SALT, wave, step])
-            chunk = _predict(policy, [obs[s] for s in need], rng)
+            chunk = _predict(policy, [obs[s] for s in running], rng)
             policy_seconds += time.perf_counter() - t0
-            for s, actions in zip(need, chunk, strict=True):
-                queues[s].extend(actions[: policy.execute_steps])
-        actions = {s: queues[s].popleft() for s in running}
-        want = {s for s in running if not queues[s]}
+            for s, actions in zip(running, chunk, strict=True):
+                ensembles[s].add(step, actions)
+        actions = {s: ensembles[s].action(step) for s in running}
+        if step % policy.execute_steps == 0 and step > 0:
+            for s in running:
+                jumps[s].append(float(np.abs(actions[s][:7] - last[s][:7]).max()))
+        last.update(actions)
+        want = set(running) if (step + 1) % policy.execute_steps == 0 else set()
         for s, (o, res) in pool.step(actions, want).items():
             obs[s] = o
             if res is not None:
-                results[res.index] = _outcome(res, slots[s], control_dt)
+                jump = float(np.mean(jumps[s])) if jumps[s] else 0.0
+                results[res.index] = dataclasses.replace(_outcome(res, slots[s], control_dt), replan_jump=jump)
                 if on_trial is not None:
                     on_trial(results[res.index])
     return [results[t.index] for t in trials], policy_seconds

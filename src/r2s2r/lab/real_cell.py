@@ -93,6 +93,10 @@ class RealCell(Protocol):
     def act(self, action: np.ndarray) -> dict[str, np.ndarray]:
         """Execute one 10 Hz action (7 arm + 20 hand joint targets) and observe."""
 
+    def last_command(self, side: str) -> np.ndarray:
+        """The joint targets (27,) the side's controller is tracking: the last command as it reached
+        the robot, after the safety filter (what a demonstration records as its action)."""
+
     def verdict(self) -> Verdict:
         """The scorer's verdict on the current trial."""
 

@@ -133,6 +133,9 @@ class LabTwin:
                 self.__verdict = self.__judge.finish()
         return self.observe()
 
+    def last_command(self, side: str) -> np.ndarray:
+        return self.__engine.command(_check_side(side)).copy()
+
     def verdict(self) -> Verdict:
         return self.__verdict
 

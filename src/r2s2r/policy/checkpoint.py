@@ -1,8 +1,11 @@
 """Checkpoint folders: written atomically by training, read (and verified) by ``load_policy``.
 
-A run folder holds ``step_<NNNNNNNN>/`` checkpoints and a ``latest`` file naming the newest one::
+A run folder holds ``step_<NNNNNNNN>/`` checkpoints, a ``latest`` file naming the newest one and,
+when the run validates on held-out demonstrations, a ``best`` file naming the checkpoint with the
+lowest held-out open-loop error (kept when older checkpoints are removed)::
 
     run/latest                     "step_00004000"
+    run/best                       "step_00003000"
     run/step_00004000/config.json  format, version, step, policy config, training metadata, sha256 of every file
     run/step_00004000/stats.json   normalisation statistics (actions, obs/proprio)
     run/step_00004000/model.safetensors   the policy's (EMA) weights
@@ -42,7 +45,7 @@ from r2s2r.policy.normalize import Normalizer, normalized_dims
 from r2s2r.policy.policy import Policy
 
 FORMAT, VERSION = "r2s2r-policy", 1
-CONFIG, STATS_FILE, WEIGHTS, LATEST = "config.json", "stats.json", "model.safetensors", "latest"
+CONFIG, STATS_FILE, WEIGHTS, LATEST, BEST = "config.json", "stats.json", "model.safetensors", "latest", "best"
 _STEP = re.compile(r"^step_(\d{8})$")
 
 
@@ -86,10 +89,32 @@ def write_checkpoint(run_dir: Path, step: int, meta: dict[str, Any], files: dict
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     atomic.write_text(run_dir / LATEST, final.name + "\n")
+    best = _named(run_dir, BEST)
     for old in sorted(p for p in run_dir.iterdir() if _STEP.match(p.name))[:-keep]:
-        if old != final:
+        if old != final and old.name != best:
             shutil.rmtree(old)
     return final
+
+
+def mark_best(run_dir: Path, checkpoint: Path, keep: int = 2) -> None:
+    """Name ``checkpoint`` (a step folder of ``run_dir``) the run's best, atomically; the previous
+    best folder is removed unless it is among the newest ``keep`` checkpoints."""
+    previous = _named(run_dir, BEST)
+    atomic.write_text(Path(run_dir) / BEST, Path(checkpoint).name + "\n")
+    if previous and previous != Path(checkpoint).name:
+        kept = sorted(p.name for p in Path(run_dir).iterdir() if _STEP.match(p.name))
+        if previous in kept[:-keep]:
+            shutil.rmtree(Path(run_dir) / previous, ignore_errors=True)
+
+
+def _named(run_dir: Path, pointer: str) -> str | None:
+    path = Path(run_dir) / pointer
+    if not path.is_file():
+        return None
+    name = path.read_text(encoding="utf-8").strip()
+    if not _STEP.match(name):
+        raise R2S2RError(f"{path}: expected a checkpoint name like step_00000100, got {name!r:.60}")
+    return name
 
 
 def clean_run_dir(run_dir: Path) -> None:
@@ -98,23 +123,23 @@ def clean_run_dir(run_dir: Path) -> None:
         shutil.rmtree(p, ignore_errors=True)
 
 
-def resolve_checkpoint(path: Path) -> Path:
-    """The checkpoint folder ``path`` names: a run folder (its ``latest``) or a ``step_*`` folder."""
+def resolve_checkpoint(path: Path, best: bool = False) -> Path:
+    """The checkpoint folder ``path`` names: a run folder (its ``latest``, or with ``best`` its
+    ``best`` when it has one) or a ``step_*`` folder."""
     path = Path(path)
-    if (path / LATEST).is_file():
-        name = (path / LATEST).read_text(encoding="utf-8").strip()
-        if not _STEP.match(name):
-            raise R2S2RError(f"{path / LATEST}: expected a checkpoint name like step_00000100, got {name!r:.60}")
+    name = (_named(path, BEST) if best else None) or _named(path, LATEST)
+    if name is not None:
         path = path / name
     if not (path / CONFIG).is_file():
         raise R2S2RError(f"{path}: not a checkpoint folder (no {CONFIG} and no {LATEST} file)")
     return path
 
 
-def read_checkpoint(path: Path, verify: Iterable[str] | None = None) -> tuple[Path, dict[str, Any]]:
-    """(checkpoint folder, config.json contents) of ``path``; the SHA-256 of the files in ``verify``
-    (default: all listed) is checked. Missing, corrupt or foreign files raise R2S2RError."""
-    ckpt = resolve_checkpoint(path)
+def read_checkpoint(path: Path, verify: Iterable[str] | None = None, best: bool = False) -> tuple[Path, dict[str, Any]]:
+    """(checkpoint folder, config.json contents) of ``path`` (see ``resolve_checkpoint``); the
+    SHA-256 of the files in ``verify`` (default: all listed) is checked. Missing, corrupt or
+    foreign files raise R2S2RError."""
+    ckpt = resolve_checkpoint(path, best)
     try:
         meta = json.loads((ckpt / CONFIG).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
@@ -182,12 +207,13 @@ def policy_meta(config: PolicyConfig) -> dict[str, Any]:
     return {"policy": to_jsonable(config)}
 
 
-def load_policy(path: Path, device: str = "cpu") -> Policy:
-    """The policy of a checkpoint: a run folder (its latest checkpoint) or a ``step_*`` folder.
+def load_policy(path: Path, device: str = "cpu", best: bool = True) -> Policy:
+    """The policy of a checkpoint: a run folder (its ``best`` checkpoint when the run validated on
+    held-out demonstrations and ``best`` is true, else its latest) or a ``step_*`` folder.
 
     Raises R2S2RError when a file is missing, corrupt (SHA-256), or does not match the recorded
     policy config (weights' names and shapes, statistics' dimensions)."""
-    ckpt, meta = read_checkpoint(path, verify=(WEIGHTS, STATS_FILE))
+    ckpt, meta = read_checkpoint(path, verify=(WEIGHTS, STATS_FILE), best=best)
     config = policy_config(meta, ckpt)
     model = FlowTransformer(config)
     load_state(model, read_tensors(ckpt / WEIGHTS), ckpt / WEIGHTS)

@@ -73,8 +73,15 @@ class FlowTransformer(nn.Module):
         noise: torch.Tensor,
         t: torch.Tensor,
     ) -> torch.Tensor:
-        """Flow-matching loss (scalar) of normalised action chunks (B, H, A) with noise and times t (B,)."""
+        """Flow-matching loss (scalar) of normalised action chunks (B, H, A) with noise (B R, H, A) and
+        times t (B R,): R >= 1 flow samples per observation share one encoding (sample i uses
+        observation i // R)."""
         tokens = self.encode(images, proprio)
+        r = noise.shape[0] // actions.shape[0]
+        if r * actions.shape[0] != noise.shape[0]:
+            raise ValueError(f"noise batch {noise.shape[0]} is not a multiple of the action batch {actions.shape[0]}")
+        if r > 1:
+            tokens, actions = tokens.repeat_interleave(r, dim=0), actions.repeat_interleave(r, dim=0)
         return flow.flow_loss(lambda x, tt: self.velocity(tokens, x, tt), actions, noise, t)
 
     def sample(self, tokens: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:

@@ -23,15 +23,15 @@ from r2s2r.train.presets import get_preset
 
 @dataclass(frozen=True)
 class StudyProfile:
-    """How large every stage is. ``image_size`` is the side of the recorded policy images (real and
-    sim); the training preset resizes them to its own resolution."""
+    """How large every stage is. The recorded policy images (real and sim) are the training preset's
+    own size (``image_size``), which is also what evaluation renders: a policy never sees frames
+    resized in training but rendered natively in the lab."""
 
     summary: str
     lab: int = 0
     seed: int = 0  # seeds every stage's own draws (calibration poses, demos, generation, training, policy)
     n_real: int = 100
     n_sim: int = 1500  # admitted trajectories per grounding configuration
-    image_size: int = 96
     preset: str = "cpu"
     train_steps: int | None = None  # None: the preset's
     ratio: float = 0.5  # real share of every co-training batch
@@ -54,6 +54,10 @@ class StudyProfile:
         get_preset(self.preset)  # a bad name fails here, with a hint
 
     @property
+    def image_size(self) -> int:
+        return get_preset(self.preset).policy.image_size
+
+    @property
     def steps(self) -> int:
         return self.train_steps or get_preset(self.preset).train.steps
 
@@ -68,7 +72,6 @@ PROFILES: dict[str, StudyProfile] = {
         "the tiny model for 20 steps, 5 short trials",
         n_real=3,
         n_sim=3,
-        image_size=16,
         preset="tiny",
         train_steps=20,
         trials=TrialPlan(nominal=1, lighting=1, belt_speed=1, novel_object=1, combined=1),
@@ -80,7 +83,6 @@ PROFILES: dict[str, StudyProfile] = {
         "per configuration, the cpu model (48 px) for 1200 steps",
         n_real=30,
         n_sim=200,
-        image_size=48,
         preset="cpu",
         train_steps=1200,
         max_duration=16.0,
@@ -90,7 +92,6 @@ PROFILES: dict[str, StudyProfile] = {
         "model (use a GPU), 50 trials",
         n_real=100,
         n_sim=1500,
-        image_size=96,
         preset="gpu",
     ),
 }

@@ -53,7 +53,7 @@ def collect(folder: Path, p: StudyProfile, n: int, workers: int, console: Consol
             bar.update(task, completed=demos, status=f"attempts {attempts}, success {demos / attempts:.0%}")
 
         stats = collect_demos(lab, folder / DATA, DemoConfig(n=n, seed=p.seed, workers=workers), p.lab, show)
-    return {"demos": stats.demos, "attempts": stats.attempts, "failures": stats.failures}
+    return {"demos": stats.demos, "attempts": stats.attempts, "failures": stats.failures, "safety": stats.safety}
 
 
 def simulate(

@@ -17,6 +17,11 @@ class TrainConfig:
 
     ``ratio``: the real share of every batch (exact quota), or None for natural proportions.
     ``batch_size`` is the global batch; with DDP each of the W processes draws batch_size / W.
+    ``flow_samples``: flow (noise, time) pairs per encoded observation: the encoder, most of a step's
+    cost, runs once for ``flow_samples`` action-head samples.
+    ``holdout``: the share of the real demonstrations kept out of training; at every checkpoint the
+    open-loop action error on ``probe_samples`` of their frames is logged and the checkpoint with the
+    lowest arm error becomes the run's ``best`` (``r2s2r.train.validation``). 0 trains on all.
     """
 
     steps: int = 3000
@@ -37,9 +42,21 @@ class TrainConfig:
     log_every: int = 25
     prefetch: int = 2  # batches read ahead by the loader thread
     cache_mb: int = 1024  # decoded, resized camera frames kept in memory (per process)
+    flow_samples: int = 1
+    holdout: float = 0.0
+    probe_samples: int = 256
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "checkpoint_every", "keep_checkpoints", "log_every", "prefetch"):
+        for name in (
+            "steps",
+            "batch_size",
+            "checkpoint_every",
+            "keep_checkpoints",
+            "log_every",
+            "prefetch",
+            "flow_samples",
+            "probe_samples",
+        ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"TrainConfig.{name}: expected a positive integer, got {v!r}")
@@ -57,6 +74,8 @@ class TrainConfig:
                 raise ConfigError(f"TrainConfig.{name}: expected a value in [0, 1), got {v!r}")
         if not (isinstance(self.weight_decay, float | int) and self.weight_decay >= 0):
             raise ConfigError(f"TrainConfig.weight_decay: expected a value >= 0, got {self.weight_decay!r}")
+        if isinstance(self.holdout, bool) or not (isinstance(self.holdout, float | int) and 0 <= self.holdout < 1):
+            raise ConfigError(f"TrainConfig.holdout: expected a share in [0, 1), got {self.holdout!r}")
         if self.ratio is not None and (isinstance(self.ratio, bool) or not 0 < self.ratio <= 1):
             raise ConfigError(f"TrainConfig.ratio: expected the real share in (0, 1] or None, got {self.ratio!r}")
 

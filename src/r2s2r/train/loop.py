@@ -31,6 +31,7 @@ from r2s2r.policy.checkpoint import (
     check_state,
     clean_run_dir,
     load_state,
+    mark_best,
     policy_meta,
     read_checkpoint,
     read_stats,
@@ -56,6 +57,7 @@ from r2s2r.train.state import (
     restore_rng,
     state_json,
 )
+from r2s2r.train.validation import OpenLoopProbe
 
 StepCallback = Callable[[int, dict[str, Any] | None], None]  # (step, log record at log steps, else None)
 
@@ -137,6 +139,22 @@ class TrainingRun:
         self.stats = self._resume_or_start()
         self.normalizer = Normalizer(self.stats, pc.normalization, normalized_dims(pc))
         self.local = {n: 0 for n in sources.samplers}  # samples drawn by this process since start/resume
+        self.probe = None  # held-out open-loop error, measured on the EMA weights by the main process
+        if info.main and len(sources.held_out):
+            self.probe = OpenLoopProbe(sources.datasets["real"], sources.held_out, pc, tc.seed, tc.probe_samples)
+            with torch.random.fork_rng(devices=[]):
+                self.ema_model = FlowTransformer(pc).to(dev)
+
+    def validate(self) -> dict[str, float]:
+        """The held-out open-loop error of the current EMA weights (empty without held-out demos)."""
+        if self.probe is None:
+            return {}
+        self.ema_model.load_state_dict(self.ema.state_dict())
+        return self.probe.evaluate(self.ema_model, self.normalizer).record()
+
+    def best_val(self) -> float:
+        """The lowest held-out arm error logged so far (inf before the first)."""
+        return min((r["val_arm"] for r in self.state.history if "val_arm" in r), default=float("inf"))
 
     def _resume_or_start(self) -> Stats:
         clean_run_dir(self.out)
@@ -227,7 +245,7 @@ def train(
         raise ConfigError(f"stop_at: expected a step in [1, {tc.steps}], got {stop_at}")
     info, dev = distributed.setup(device)
     out = Path(out)
-    sources = open_sources(real, sims, preset.policy)
+    sources = open_sources(real, sims, preset.policy, tc.holdout, tc.seed)
     writer = None
     try:
         run = TrainingRun(sources, out, preset, info, dev)
@@ -246,14 +264,18 @@ def train(
         path = None
         loss_sum = torch.zeros((), device=dev)
         window, t0 = 0, time.perf_counter()
-        with BatchLoader(run.mixture, preset.policy, tc.shift_px, run.rng, tc.prefetch, tc.cache_mb << 20) as loader:
+        run_start = t0 - next((r["seconds"] for r in reversed(run.state.history) if "seconds" in r), 0.0)
+        with BatchLoader(
+            run.mixture, preset.policy, tc.shift_px, run.rng, tc.prefetch, tc.cache_mb << 20, tc.flow_samples
+        ) as loader:
             for step in range(start + 1, last + 1):
                 batch = loader.next()
                 loss, gnorm = run.step(net, batch, step)
                 loss_sum += loss
                 window += 1
                 record = None
-                if step % tc.log_every == 0 or step == last:
+                checkpoint = step % tc.checkpoint_every == 0 or step == last
+                if step % tc.log_every == 0 or checkpoint:
                     mean_loss = loss_sum.clone()
                     if info.world > 1:
                         dist.all_reduce(mean_loss)
@@ -265,7 +287,11 @@ def train(
                         "grad_norm": float(gnorm),
                         "samples_per_s": window * tc.batch_size / elapsed,
                         "samples": run.totals(),
+                        "seconds": time.perf_counter() - run_start,  # training wall time so far, resumes included
                     }
+                    best = run.best_val()
+                    if checkpoint:
+                        record.update(run.validate())
                     run.state.history.append(record)
                     if writer is not None:
                         for k in ("loss", "lr", "grad_norm", "samples_per_s"):
@@ -274,8 +300,10 @@ def train(
                             writer.add_scalar(f"samples/{n}", c, step)
                     loss_sum.zero_()
                     window, t0 = 0, time.perf_counter()
-                if step % tc.checkpoint_every == 0 or step == last:
+                if checkpoint:
                     path = run.save(step, batch) or path
+                    if info.main and record.get("val_arm", float("inf")) < best:
+                        mark_best(out, path, tc.keep_checkpoints)
                 if on_step is not None and info.main:
                     on_step(step, record)
         return TrainResult(path or out, last, start, run.totals(), run.state.history)

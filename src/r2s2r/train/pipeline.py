@@ -25,8 +25,8 @@ from r2s2r.train.mixture import Mixture
 @dataclass(frozen=True, eq=False)
 class Plan:
     indices: dict[str, np.ndarray]  # source -> positions in its WindowSampler
-    noise: np.ndarray  # (B, H, A) float32, N(0, I)
-    t: np.ndarray  # (B,) float32 flow times (t=0 data, t=1 noise)
+    noise: np.ndarray  # (B R, H, A) float32, N(0, I); R flow samples per observation, sample-major
+    t: np.ndarray  # (B R,) float32 flow times (t=0 data, t=1 noise)
     shifts: np.ndarray  # (B, cameras, 2) int: crop offsets (y, x) into the edge-padded frame
     rng_state: dict[str, Any]  # generator state after this plan
 
@@ -67,8 +67,10 @@ class BatchLoader:
         rng: np.random.Generator,
         prefetch: int = 2,
         cache_bytes: int = 0,
+        flow_samples: int = 1,
     ) -> None:
         self.mixture, self.config, self.shift_px, self.rng = mixture, config, shift_px, rng
+        self.flow_samples = flow_samples
         datasets = {name: s.dataset for name, s in mixture.samplers.items()}
         self.frames = FrameReader(datasets, config.cameras, config.image_size, cache_bytes)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="r2s2r-batches") if prefetch else None
@@ -78,8 +80,9 @@ class BatchLoader:
     def _plan(self) -> Plan:
         c, rng, b = self.config, self.rng, self.mixture.batch_size
         indices = self.mixture.plan(rng)
-        noise = rng.standard_normal((b, c.action_horizon, c.action_dim), dtype=np.float32)
-        t = flow.sample_time(rng, b, c.time_alpha, c.time_beta, c.time_min)
+        n = b * self.flow_samples
+        noise = rng.standard_normal((n, c.action_horizon, c.action_dim), dtype=np.float32)
+        t = flow.sample_time(rng, n, c.time_alpha, c.time_beta, c.time_min)
         shifts = rng.integers(0, 2 * self.shift_px + 1, size=(b, len(c.cameras), 2))
         return Plan(indices, noise, t, shifts, rng.bit_generator.state)
 

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from r2s2r.data.dataset import Dataset
 from r2s2r.data.sampler import WindowSampler
 from r2s2r.errors import ConfigError, R2S2RError
 from r2s2r.policy.config import PolicyConfig
+from r2s2r.train.validation import split_episodes
 
 
 @dataclass(eq=False)
@@ -19,6 +22,7 @@ class Sources:
 
     datasets: dict[str, Dataset]
     samplers: dict[str, WindowSampler]
+    held_out: np.ndarray  # real episodes kept out of training (see r2s2r.train.validation)
 
     def describe(self) -> list[dict[str, Any]]:
         """Per source: name, path, manifest content hash, episodes, frames (recorded in checkpoints)."""
@@ -29,6 +33,7 @@ class Sources:
                 "content_hash": ds.manifest.content_hash(),
                 "episodes": len(ds),
                 "frames": ds.num_frames,
+                **({"held_out": self.held_out.tolist()} if name == "real" else {}),
             }
             for name, ds in self.datasets.items()
         ]
@@ -61,8 +66,11 @@ def check_dataset_fits(ds: Dataset, config: PolicyConfig, role: str) -> None:
         )
 
 
-def open_sources(real: Path, sims: Sequence[Path], config: PolicyConfig) -> Sources:
-    """Open and check the real dataset and the sim datasets (no folder twice)."""
+def open_sources(
+    real: Path, sims: Sequence[Path], config: PolicyConfig, holdout: float = 0.0, seed: int = 0
+) -> Sources:
+    """Open and check the real dataset and the sim datasets (no folder twice); a ``holdout`` share of
+    the real episodes (drawn by ``seed``) is left out of the real sampler."""
     paths = [Path(real), *map(Path, sims)]
     resolved = [p.resolve() for p in paths]
     dup = sorted({str(p) for p in resolved if resolved.count(p) > 1})
@@ -78,9 +86,13 @@ def open_sources(real: Path, sims: Sequence[Path], config: PolicyConfig) -> Sour
             check_dataset_fits(ds, config, "real" if name == "real" else "sim")
         # images are read by the batch loader's FrameReader (resized once, cached); the samplers give
         # the (episode, t) index, proprio and the action windows
-        samplers = {n: WindowSampler(ds, config.action_horizon, ("proprio",)) for n, ds in datasets.items()}
+        train_eps, held = split_episodes(len(datasets["real"]), holdout, seed)
+        samplers = {
+            n: WindowSampler(ds, config.action_horizon, ("proprio",), episodes=train_eps if n == "real" else None)
+            for n, ds in datasets.items()
+        }
     except R2S2RError:
         for ds in datasets.values():
             ds.close()
         raise
-    return Sources(datasets, samplers)
+    return Sources(datasets, samplers, held)

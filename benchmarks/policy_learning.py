@@ -1,0 +1,182 @@
+"""The policy-learning ladder on one lab: holding still, the image policy as it trains, the scripted operator.
+
+    .venv/bin/python benchmarks/policy_learning.py --demos DIR --out DIR [--lab 0] [--preset cpu]
+        [--steps N] [--at 2000 4000] [--trials 24] [--workers 2] [--threads 2]
+
+One table, one row per rung, every number measured in this run:
+- ``hold still``: every action repeats the current joint positions (the floor of the open-loop error,
+  and what a policy that learned nothing does in the lab);
+- ``image @ step``: the preset's flow-matching policy (cameras + proprio, as in the study) trained on
+  ``--demos`` with ``r2s2r.train.train``, its checkpoints at the ``--at`` steps and the run's ``best``
+  (lowest held-out open-loop arm error; the policy ``r2s2r eval`` loads);
+- ``scripted``: the teleoperator model that collected the demonstrations (the ceiling).
+Columns: held-out open-loop mean absolute error of the first 8 actions (arm and hand, rad; the ratio
+is arm error / hold-still arm error), success on the lab's first ``--trials`` nominal trials (the
+evaluation's fixed list, 95 % Wilson interval), safety-filter clips per trial (joint speed, joint
+limits), the mean arm-joint jump at a re-plan (rad), training minutes to that checkpoint.
+Everything resumes from ``--out`` (the training run, each evaluation's finished waves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import r2s2r  # noqa: F401  (sets MUJOCO_GL before mujoco loads)
+
+# isort: split
+import torch
+from rich.console import Console
+from rich.table import Table
+
+from r2s2r import atomic
+from r2s2r.evaluate.policies import HoldStill, ScriptedOperator
+from r2s2r.evaluate.runner import EvalConfig, evaluate
+from r2s2r.evaluate.stats import wilson_interval
+from r2s2r.evaluate.trials import TrialPlan
+from r2s2r.policy.checkpoint import BEST, LATEST, load_policy, read_checkpoint, step_name
+from r2s2r.train import get_preset, train
+
+
+def _train(args, preset) -> list[dict]:
+    run = args.out / "run"
+    done = (run / LATEST).is_file() and read_checkpoint(run, verify=())[1]["step"] >= preset.train.steps
+    if not done:
+        torch.set_num_threads(args.threads)
+        t0 = time.time()
+        print(f"training {preset.train.steps} steps -> {run}", flush=True)
+
+        def show(step: int, record: dict | None) -> None:
+            if record is not None and (step % 250 == 0 or "val_arm" in record):
+                val = f", held-out arm {record['val_arm']:.4f} rad" if "val_arm" in record else ""
+                speed = f"{record['samples_per_s']:.0f} samples/s"
+                print(f"step {step}: loss {record['loss']:.4f}, {speed}{val}", flush=True)
+
+        train(args.demos, [], run, preset, on_step=show)
+        print(f"trained in {(time.time() - t0) / 60:.1f} min", flush=True)
+    _, meta = read_checkpoint(run, verify=())
+    state = json.loads((run / step_name(meta["step"]) / "train_state.json").read_text())
+    return [r for r in state["history"] if "val_arm" in r]
+
+
+def _evaluate(args, name: str, policy) -> dict:
+    plan = TrialPlan(nominal=args.trials, lighting=0, belt_speed=0, novel_object=0, combined=0)
+    cfg = EvalConfig(plan=plan, batch=args.batch, workers=args.workers, max_duration=args.max_duration)
+    t0 = time.time()
+    res = evaluate(policy, args.lab, cfg, out=args.out / f"eval-{name}", name=name)
+    o = res.outcomes
+    n = len(o)
+    wins = sum(x.success for x in o)
+    failures: dict[str, int] = {}
+    for x in o:
+        if not x.success:
+            failures[x.failure] = failures.get(x.failure, 0) + 1
+    jumps = [x.replan_jump for x in o if x.replan_jump is not None]
+    out = {
+        "success": wins,
+        "trials": n,
+        "interval": list(wilson_interval(wins, n)),
+        "velocity_clips": sum(x.safety.get("velocity", 0) for x in o) / n,
+        "limit_clips": sum(x.safety.get("joint_limit", 0) for x in o) / n,
+        "replan_jump": sum(jumps) / len(jumps) if jumps else None,
+        "touched": sum(x.touched for x in o),
+        "lifted": sum(x.lifted for x in o),
+        "failures": failures,
+        "eval_seconds": time.time() - t0,
+    }
+    print(f"{name}: {wins}/{n} {failures}", flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--demos", type=Path, required=True, help="real demonstrations (r2s2r demos collect)")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--lab", type=int, default=0)
+    ap.add_argument("--preset", default="cpu")
+    ap.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's)")
+    ap.add_argument("--at", type=int, nargs="*", default=[2000, 4000], help="earlier checkpoints to evaluate")
+    ap.add_argument("--trials", type=int, default=24, help="nominal trials of the lab's fixed list")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=2, help="torch threads while training")
+    ap.add_argument("--max-duration", type=float, default=25.0)
+    args = ap.parse_args()
+    console = Console(width=160)
+    load = os.getloadavg()
+    console.print(
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, torch "
+        f"{torch.__version__}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; lab {args.lab}, "
+        f"{args.trials} nominal trials, demos {args.demos}"
+    )
+    p = get_preset(args.preset)
+    steps = args.steps or p.train.steps
+    keep = steps // p.train.checkpoint_every + 1  # every checkpoint, so the --at ones stay
+    preset = dataclasses.replace(p, train=dataclasses.replace(p.train, steps=steps, keep_checkpoints=keep))
+    vals = {r["step"]: r for r in _train(args, preset)}
+    run = args.out / "run"
+    best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else steps
+    rows: list[dict] = []
+    hold = next(iter(vals.values()), {})
+    rows.append(
+        {
+            "rung": "hold still",
+            "arm": hold.get("val_hold_arm"),
+            "hand": hold.get("val_hold_hand"),
+            "ratio": 1.0,
+            **_evaluate(args, "hold", HoldStill()),
+        }
+    )
+    for step in [*sorted(s for s in args.at if s in vals and s != best), best]:
+        v = vals.get(step, {})
+        name = f"image@{step}" + (" (best)" if step == best else "")
+        policy = load_policy(run / step_name(step))
+        rows.append(
+            {
+                "rung": name,
+                "step": step,
+                "arm": v.get("val_arm"),
+                "hand": v.get("val_hand"),
+                "ratio": v.get("val_arm_ratio"),
+                "train_minutes": v.get("seconds", float("nan")) / 60,
+                **_evaluate(args, f"image-{step}", policy),
+            }
+        )
+    rows.append({"rung": "scripted", **_evaluate(args, "scripted", ScriptedOperator())})
+    atomic.write_json(args.out / "ladder.json", {"load_average_start": load, "rows": rows})
+    table = Table(
+        "rung", "open-loop arm rad", "/ hold", "hand rad", "success", "95 % CI", "vel clips/trial",
+        "limit clips/trial", "replan jump rad", "touched", "lifted", "train min",
+    )  # fmt: skip
+
+    def f(x, spec):
+        return "-" if x is None or x != x else format(x, spec)
+
+    for r in rows:
+        lo, hi = r["interval"]
+        table.add_row(
+            r["rung"],
+            f(r.get("arm"), ".3f"),
+            f(r.get("ratio"), ".2f"),
+            f(r.get("hand"), ".3f"),
+            f"{r['success']}/{r['trials']}",
+            f"[{lo:.0%}, {hi:.0%}]",
+            f(r["velocity_clips"], ".1f"),
+            f(r["limit_clips"], ".1f"),
+            f(r["replan_jump"], ".3f"),
+            str(r["touched"]),
+            str(r["lifted"]),
+            f(r.get("train_minutes"), ".1f"),
+        )
+    console.print(table)
+    load = os.getloadavg()
+    console.print(f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

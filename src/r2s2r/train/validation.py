@@ -1,0 +1,123 @@
+"""Held-out real demonstrations and the open-loop action error: how training is judged and checkpoints picked.
+
+The flow-matching loss is no progress signal (it plateaus while the sampled actions still improve or
+worsen), so a run keeps some real demonstrations out of training (``split_episodes``) and, at every
+checkpoint, samples action chunks for a fixed set of their frames (``OpenLoopProbe``): the mean
+absolute error (rad) of the first ``steps`` actions against the recorded ones, for the arm (7
+joints) and the hand (20), beside the same error of *holding still* (repeating the current joint
+positions), the baseline any useful policy must beat. The checkpoint with the lowest held-out arm
+error is the run's ``best`` (``r2s2r.policy.checkpoint``). Padded actions past an episode's end
+are left out. The probe's frames and its sampling noise are fixed by the run's seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from r2s2r.data.dataset import Dataset
+from r2s2r.data.sampler import WindowSampler
+from r2s2r.errors import ConfigError
+from r2s2r.policy.config import PolicyConfig
+from r2s2r.policy.model import FlowTransformer
+from r2s2r.policy.normalize import ACTIONS, PROPRIO, Normalizer
+from r2s2r.train.frames import FrameReader
+
+ARM = slice(0, 7)
+HAND = slice(7, 27)
+
+
+def split_episodes(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(training, held-out) episode indices of a dataset of ``n``: round(fraction n) held out, at
+    least one when fraction > 0 and n > 1, drawn by ``seed``; both sorted."""
+    if not 0 <= fraction < 1:
+        raise ConfigError(f"held-out fraction: expected a value in [0, 1), got {fraction!r}")
+    k = 0 if fraction == 0 or n < 2 else min(n - 1, max(1, round(fraction * n)))
+    held = np.sort(np.random.default_rng([seed, 0x4E1D]).permutation(n)[:k])
+    return np.setdiff1d(np.arange(n), held), held
+
+
+@dataclass(frozen=True)
+class OpenLoopError:
+    """Mean absolute errors (rad) of the first ``steps`` predicted actions, and of holding still."""
+
+    arm: float
+    hand: float
+    hold_arm: float
+    hold_hand: float
+    samples: int
+
+    @property
+    def arm_ratio(self) -> float:
+        """Arm error relative to holding still (< 1: better than not moving)."""
+        return self.arm / self.hold_arm if self.hold_arm > 0 else float("inf")
+
+    def record(self) -> dict[str, float]:
+        return {
+            "val_arm": self.arm,
+            "val_hand": self.hand,
+            "val_hold_arm": self.hold_arm,
+            "val_hold_hand": self.hold_hand,
+            "val_arm_ratio": self.arm_ratio,
+        }
+
+
+class OpenLoopProbe:
+    """A fixed batch of held-out frames of ``dataset`` (episodes ``episodes``) and their action chunks."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        episodes: np.ndarray,
+        config: PolicyConfig,
+        seed: int,
+        samples: int = 256,
+        steps: int = 8,
+    ) -> None:
+        if len(episodes) == 0:
+            raise ConfigError("open-loop probe: no held-out episodes")
+        self.config, self.steps = config, min(steps, config.action_horizon)
+        sampler = WindowSampler(dataset, config.action_horizon, ("proprio",), episodes=episodes)
+        rng = np.random.default_rng([seed, 0x9B0E])
+        idx = np.sort(rng.choice(len(sampler), size=min(samples, len(sampler)), replace=False))
+        part = sampler.sample(idx)
+        frames = FrameReader({"real": dataset}, config.cameras, config.image_size, 0)
+        self.images = {c: torch.from_numpy(x) for c, x in frames.read("real", part["episode"], part["t"]).items()}
+        self.proprio = torch.from_numpy(part["obs/proprio"].astype(np.float32))
+        self.actions = part["actions"][:, : self.steps].astype(np.float64)
+        self.valid = ~part["action_pad_mask"][:, : self.steps]
+        gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        self.noise = torch.randn((len(idx), config.action_horizon, config.action_dim), generator=gen)
+
+    def _mae(self, pred: np.ndarray, part: slice) -> float:
+        err = np.abs(pred[:, :, part] - self.actions[:, :, part]).mean(axis=2)
+        return float(err[self.valid].mean())
+
+    @torch.inference_mode()
+    def evaluate(self, model: FlowTransformer, normalizer: Normalizer, batch: int = 128) -> OpenLoopError:
+        """The open-loop error of ``model`` (its current weights; switched to eval mode and back)."""
+        dev = next(model.parameters()).device
+        was_training = model.training
+        model.eval()
+        preds = []
+        try:
+            for i in range(0, len(self.proprio), batch):
+                sl = slice(i, i + batch)
+                images = {c: x[sl].to(dev) for c, x in self.images.items()}
+                proprio = normalizer.normalize(PROPRIO, self.proprio[sl].to(dev))
+                tokens = model.encode(images, proprio)
+                chunk = normalizer.unnormalize(ACTIONS, model.sample(tokens, self.noise[sl].to(dev)))
+                preds.append(chunk[:, : self.steps].double().cpu().numpy())
+        finally:
+            model.train(was_training)
+        pred = np.concatenate(preds)
+        hold = np.repeat(self.proprio.double().numpy()[:, None], self.steps, axis=1)
+        return OpenLoopError(
+            arm=self._mae(pred, ARM),
+            hand=self._mae(pred, HAND),
+            hold_arm=self._mae(hold, ARM),
+            hold_hand=self._mae(hold, HAND),
+            samples=int(self.valid.sum()),
+        )
