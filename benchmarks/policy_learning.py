@@ -57,7 +57,7 @@ def _train(args, preset) -> list[dict]:
                 speed = f"{record['samples_per_s']:.0f} samples/s"
                 print(f"step {step}: loss {record['loss']:.4f}, {speed}{val}", flush=True)
 
-        train(args.demos, [], run, preset, on_step=show)
+        train(args.demos, [], run, preset, device=args.device, on_step=show)
         print(f"trained in {(time.time() - t0) / 60:.1f} min", flush=True)
     _, meta = read_checkpoint(run, verify=())
     state = json.loads((run / step_name(meta["step"]) / "train_state.json").read_text())
@@ -106,6 +106,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2, help="torch threads while training")
     ap.add_argument("--max-duration", type=float, default=25.0)
+    ap.add_argument("--device", default="cpu", help="training device (cpu, cuda)")
+    ap.add_argument("--references", nargs="*", default=["hold", "scripted"], help="reference rungs to run")
     args = ap.parse_args()
     console = Console(width=160)
     load = os.getloadavg()
@@ -123,15 +125,16 @@ def main() -> None:
     best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else steps
     rows: list[dict] = []
     hold = next(iter(vals.values()), {})
-    rows.append(
-        {
-            "rung": "hold still",
-            "arm": hold.get("val_hold_arm"),
-            "hand": hold.get("val_hold_hand"),
-            "ratio": 1.0,
-            **_evaluate(args, "hold", HoldStill()),
-        }
-    )
+    if "hold" in args.references:
+        rows.append(
+            {
+                "rung": "hold still",
+                "arm": hold.get("val_hold_arm"),
+                "hand": hold.get("val_hold_hand"),
+                "ratio": 1.0,
+                **_evaluate(args, "hold", HoldStill()),
+            }
+        )
     for step in [*sorted(s for s in args.at if s in vals and s != best), best]:
         v = vals.get(step, {})
         name = f"image@{step}" + (" (best)" if step == best else "")
@@ -147,7 +150,8 @@ def main() -> None:
                 **_evaluate(args, f"image-{step}", policy),
             }
         )
-    rows.append({"rung": "scripted", **_evaluate(args, "scripted", ScriptedOperator())})
+    if "scripted" in args.references:
+        rows.append({"rung": "scripted", **_evaluate(args, "scripted", ScriptedOperator())})
     atomic.write_json(args.out / "ladder.json", {"load_average_start": load, "rows": rows})
     table = Table(
         "rung", "open-loop arm rad", "/ hold", "hand rad", "success", "95 % CI", "vel clips/trial",

@@ -175,3 +175,38 @@ def test_videos_of_trials(tmp_path):
     ok, frame = cap.read()
     assert ok and frame.shape == (240, 640, 3) and frames == o.steps + 1
     assert float(frame.std()) > 10
+
+
+class PastPolicy(TinyPolicy):
+    """Reads the observation of ``past_frame`` steps back too, records the (proprio, past proprio)
+    pairs it is given, and always sends the same command (so runs with any re-plan period follow
+    the same trajectory)."""
+
+    past_frame = 3
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def predict_chunk(self, obs, rng):
+        assert obs["past/head_left"].shape == obs["head_left"].shape
+        self.given.append((obs["proprio"].copy(), obs["past/proprio"].copy()))
+        return np.repeat(home_command()[None, None], len(obs["proprio"]), axis=0).repeat(self.action_horizon, 1)
+
+
+def test_a_policy_with_a_past_frame_gets_the_observation_of_that_many_steps_back():
+    # re-plans every 2 steps need the observations of steps 0, 2, 4, ... and 1, 3, ... (3 back); a
+    # run that re-plans every step shows the lab's proprio at every step to compare with
+    plan = TrialPlan(nominal=1, lighting=0, belt_speed=0, novel_object=0, combined=0)
+    policy = PastPolicy()
+    evaluate(policy, LAB, EvalConfig(plan=plan, batch=1, max_duration=2.0))
+    every = PastPolicy()
+    every.execute_steps = 1  # re-plans every step: its current proprio at step t is the lab's at t
+    evaluate(every, LAB, EvalConfig(plan=plan, batch=1, max_duration=2.0))
+    now = [p[0][0] for p in every.given]
+    np.testing.assert_array_equal(every.given[0][1][0], now[0])  # clamped to the first observation
+    np.testing.assert_array_equal(every.given[5][1][0], now[2])
+    for i, (cur, past) in enumerate(policy.given):
+        r = 2 * i
+        np.testing.assert_array_equal(past[0], now[max(r - 3, 0)])
+        np.testing.assert_array_equal(cur[0], now[r])

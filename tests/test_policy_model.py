@@ -125,3 +125,22 @@ def test_resize_keeps_frames_at_size_and_averages_when_shrinking():
     assert small.shape == (3, 16, 16, 3) and small.dtype == np.uint8
     blocks = frames.reshape(3, 16, 2, 16, 2, 3).astype(float).mean(axis=(2, 4))
     assert np.abs(small - blocks).max() <= 1
+
+
+def test_receding_horizon_gives_a_past_frame_policy_the_observation_d_steps_back():
+    class PastCounting(CountingPolicy):
+        past_frame = 2
+
+        def __init__(self):
+            super().__init__()
+            self.pasts = []
+
+        def predict_chunk(self, obs, rng):
+            self.pasts.append((obs["proprio"][0, 0], obs["past/proprio"][0, 0]))
+            return super().predict_chunk(obs, rng)
+
+    policy = PastCounting()
+    runner = RecedingHorizon(policy)
+    for step in range(10):
+        runner.act({"proprio": np.full((1, 27), step, np.float32)}, np.random.default_rng(0))
+    assert policy.pasts == [(0, 0), (3, 1), (6, 4), (9, 7)]  # re-plans every 3 steps, 2 back (first clamped)

@@ -371,3 +371,45 @@ def test_held_out_demos_pick_the_best_checkpoint(tmp_path):
     want = read_tensors(run / f"step_{best:08d}" / WEIGHTS)
     for k, v in policy.model.state_dict().items():
         torch.testing.assert_close(v, want[k])
+
+
+def test_a_past_frame_policy_trains_on_the_frames_that_many_steps_back(data, tmp_path):
+    from r2s2r.policy import resize_images
+    from r2s2r.train.pipeline import BatchLoader
+    from r2s2r.train.sources import open_sources
+
+    p = preset(steps=6, checkpoint_every=3, holdout=0.3, log_every=3)
+    p = dataclasses.replace(p, policy=dataclasses.replace(p.policy, past_frame=3))
+    src = open_sources(data["real"], [data["sim0"]], p.policy)
+    episodes = {n: [ds.episode(i) for i in range(len(ds))] for n, ds in src.datasets.items()}
+    with BatchLoader(Mixture(src.samplers, 0.5, 16), p.policy, 0, np.random.default_rng(1), prefetch=0) as loader:
+        for _ in range(4):
+            b = loader.next()
+            for k, (name, (e, t)) in enumerate(zip(["real"] * 8 + ["sim0"] * 8, b.frame_index, strict=True)):
+                ep, tp = episodes[name][e], max(t - 3, 0)  # clamped at the episode's first frame
+                assert np.array_equal(b.past_proprio[k], ep.obs["proprio"][tp])
+                for cam in p.policy.cameras:
+                    assert np.array_equal(b.images["past/" + cam][k], resize_images(ep.obs[cam][tp : tp + 1], 16)[0])
+    src.close()
+    # the whole path: training with the held-out probe, the checkpoint, the policy asking for past/ keys
+    res = train(data["real"], [data["sim0"]], tmp_path / "run", p)
+    assert [r["step"] for r in res.history if "val_arm" in r] == [3, 6]
+    policy = load_policy(tmp_path / "run")
+    assert policy.past_frame == 3
+    rng = np.random.default_rng(0)
+    obs = {c: rng.integers(0, 256, (2, 16, 16, 3), dtype=np.uint8) for c in policy.cameras}
+    obs["proprio"] = np.zeros((2, 27), np.float32)
+    with pytest.raises(R2S2RError, match="past/"):
+        policy.predict_chunk(obs, rng)
+    obs.update({"past/" + k: v for k, v in obs.items()})
+    assert policy.predict_chunk(obs, rng).shape == (2, policy.action_horizon, 27)
+
+
+def test_frames_stored_at_another_size_than_the_policy_are_named(data):
+    from r2s2r.train.sources import resize_note
+
+    p = get_preset("tiny").policy  # 16 px
+    with Dataset(data["real"]) as real, Dataset(data["sim0"]) as sim:
+        note = resize_note(real, p)
+        assert note is not None and "[24] px" in note and "--image-size 16" in note
+        assert resize_note(sim, p) is None

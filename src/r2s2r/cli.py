@@ -91,7 +91,7 @@ def demos_collect(
     n: int = 100,
     seed: int = 0,
     workers: int = 1,
-    image_size: int = 96,
+    image_size: int = 48,
     max_attempts: int | None = None,
 ) -> None:
     """Collect N successful teleoperated demonstrations on the lab twin (resumes an existing DIR).
@@ -102,7 +102,7 @@ def demos_collect(
         n: Number of successful demonstrations wanted.
         seed: Collection seed (conditions and the operator's variability).
         workers: Lab processes collecting in parallel.
-        image_size: Side of the recorded policy images, px.
+        image_size: Side of the recorded policy images, px: the training preset's (48 for cpu, 96 for gpu).
         max_attempts: Give up after this many attempts (default 4 N).
     """
     from rich.console import Console

@@ -35,6 +35,7 @@ from r2s2r.evaluate.pool import LabPool, SlotResult
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
 from r2s2r.evaluate.trials import Trial, TrialList, TrialPlan, make_trials
 from r2s2r.policy.horizon import ChunkEnsemble, check_decay
+from r2s2r.policy.protocol import PAST, past_frame, with_past
 from r2s2r.world.cell import CellConfig
 
 _SALT = 0x0E7A1  # separates the policy's draws from other uses of the same seed
@@ -99,9 +100,15 @@ def _run_wave(
                 on_trial(o)
         return done, 0.0
     ensembles = {s: ChunkEnsemble(config.ensemble) for s in slots}
+    k, d = policy.execute_steps, past_frame(policy)
     last: dict[int, np.ndarray] = {}  # last executed action per slot
     jumps: dict[int, list[float]] = {s: [] for s in slots}
-    obs = pool.start(slots, set(slots))
+    first = pool.start(slots, set(slots))
+    seen: dict[int, dict[int, dict]] = {s: {0: o} for s, o in first.items()}  # slot -> step -> observation
+
+    def needed(step: int) -> bool:  # is the observation of ``step`` read (a re-plan, or d before one)?
+        return step % k == 0 or (d > 0 and (step + d) % k == 0)
+
     results: dict[int, TrialOutcome] = {}
     policy_seconds = 0.0
     for step in range(max_steps + 1):
@@ -110,21 +117,27 @@ def _run_wave(
             break
         if step == max_steps:
             raise R2S2RError(f"lab did not end trials {[trials[s].index for s in running]} within {max_steps} steps")
-        if step % policy.execute_steps == 0:
+        if step % k == 0:
             t0 = time.perf_counter()
             rng = np.random.default_rng([config.seed, _SALT, wave, step])
-            chunk = _predict(policy, [obs[s] for s in running], rng)
+            obs = [seen[s][step] for s in running]
+            if d:  # the observation d steps back, or the trial's first one
+                obs = [with_past(o, seen[s][max(step - d, 0)]) for o, s in zip(obs, running, strict=True)]
+            chunk = _predict(policy, obs, rng)
             policy_seconds += time.perf_counter() - t0
             for s, actions in zip(running, chunk, strict=True):
                 ensembles[s].add(step, actions)
+                # the next re-plan reads steps step + k and step + k - d: older ones (but the first) go
+                seen[s] = {t: o for t, o in seen[s].items() if t >= step + k - d or t == 0}
         actions = {s: ensembles[s].action(step) for s in running}
-        if step % policy.execute_steps == 0 and step > 0:
+        if step % k == 0 and step > 0:
             for s in running:
                 jumps[s].append(float(np.abs(actions[s][:7] - last[s][:7]).max()))
         last.update(actions)
-        want = set(running) if (step + 1) % policy.execute_steps == 0 else set()
+        want = set(running) if needed(step + 1) else set()
         for s, (o, res) in pool.step(actions, want).items():
-            obs[s] = o
+            if o is not None:
+                seen[s][step + 1] = o
             if res is not None:
                 jump = float(np.mean(jumps[s])) if jumps[s] else 0.0
                 results[res.index] = dataclasses.replace(_outcome(res, slots[s], control_dt), replan_jump=jump)
@@ -134,8 +147,11 @@ def _run_wave(
 
 
 def _predict(policy, obs: list[dict[str, np.ndarray]], rng: np.random.Generator) -> np.ndarray:
-    batch = {c: np.stack([o[c] for o in obs]) for c in policy.cameras}
-    batch["proprio"] = np.stack([o["proprio"] for o in obs]).astype(np.float32)
+    prefixes = ("", PAST) if past_frame(policy) else ("",)
+    batch = {}
+    for pre in prefixes:
+        batch.update({pre + c: np.stack([o[pre + c] for o in obs]) for c in policy.cameras})
+        batch[pre + "proprio"] = np.stack([o[pre + "proprio"] for o in obs]).astype(np.float32)
     chunk = np.asarray(policy.predict_chunk(batch, rng))
     expected = (len(obs), policy.action_horizon, 27)
     if chunk.shape != expected:

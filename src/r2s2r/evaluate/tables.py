@@ -54,7 +54,11 @@ def results_table(res: EvalResults) -> str:
         lines.append(f"Successful trials took {sum(ok) / len(ok):.1f} s on average ({min(ok):.1f}-{max(ok):.1f} s).")
     safety = res.safety_totals()
     changed = ", ".join(f"{k} {v}" for k, v in safety.items()) if safety else "none"
-    lines.append(f"Safety filter changes (commands): {changed}.")
+    per_trial = ", ".join(f"{k} {v / len(res.outcomes):.1f}" for k, v in safety.items())
+    lines.append(f"Safety filter changes (commands): {changed}" + (f" (per trial: {per_trial})." if safety else "."))
+    jumps = [o.replan_jump for o in res.outcomes if o.replan_jump is not None]
+    if jumps:
+        lines.append(f"Mean arm-joint jump at a re-plan: {sum(jumps) / len(jumps):.3f} rad (largest joint, per trial).")
     return "\n".join(lines) + "\n"
 
 

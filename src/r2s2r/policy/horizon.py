@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from r2s2r.errors import ConfigError
-from r2s2r.policy.protocol import ChunkPolicy
+from r2s2r.policy.protocol import ChunkPolicy, past_frame, with_past
 
 
 def check_decay(decay: float | None) -> None:
@@ -58,8 +58,9 @@ class ChunkEnsemble:
 class RecedingHorizon:
     """Feeds a batch of trials one action per control step: the policy predicts a chunk of H actions
     from the observation of every ``execute_steps``-th step; each step executes the ensemble of the
-    chunks covering it (``decay``, see ``ChunkEnsemble``). ``reset()`` (or a change of batch size)
-    starts over."""
+    chunks covering it (``decay``, see ``ChunkEnsemble``); a policy with ``past_frame`` d also gets
+    the observation of d steps earlier (the first one before that). ``reset()`` (or a change of
+    batch size) starts over."""
 
     def __init__(self, policy: ChunkPolicy, decay: float | None = None) -> None:
         check_decay(decay)
@@ -69,15 +70,21 @@ class RecedingHorizon:
     def reset(self) -> None:
         self._ensembles: list[ChunkEnsemble] = []
         self._step = 0
+        self._seen: dict[int, Mapping[str, np.ndarray]] = {}
 
     def act(self, obs: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
         """(B, 27) joint targets for this control step."""
         batch = len(obs["proprio"])
         if len(self._ensembles) != batch:
+            self.reset()
             self._ensembles = [ChunkEnsemble(self.decay) for _ in range(batch)]
-            self._step = 0
+        d = past_frame(self.policy)
+        if d:
+            self._seen[self._step] = obs
+            self._seen = {t: o for t, o in self._seen.items() if t >= self._step - d or t == 0}
         if self._step % self.policy.execute_steps == 0:
-            for e, chunk in zip(self._ensembles, self.policy.predict_chunk(obs, rng), strict=True):
+            given = with_past(obs, self._seen[max(self._step - d, 0)]) if d else obs
+            for e, chunk in zip(self._ensembles, self.policy.predict_chunk(given, rng), strict=True):
                 e.add(self._step, chunk)
         action = np.stack([e.action(self._step) for e in self._ensembles])
         self._step += 1

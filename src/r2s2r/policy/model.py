@@ -10,6 +10,7 @@ from torch import nn
 from r2s2r.policy import flow
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.policy.encoders import ActionTimeEmbedding, CameraEncoder
+from r2s2r.policy.protocol import PAST
 
 
 def _layer_kwargs(config: PolicyConfig) -> dict:
@@ -40,6 +41,8 @@ class FlowTransformer(nn.Module):
             {c: CameraEncoder(config.conv_channels, config.token_grid, w) for c in config.cameras}
         )
         self.proprio = nn.Sequential(nn.Linear(config.proprio_dim, w), nn.SiLU(), nn.Linear(w, w))
+        if config.past_frame:
+            self.past = nn.Parameter(torch.randn(w) * 0.02)  # marks the tokens of the earlier observation
         self.encoder = nn.TransformerEncoder(
             nn.TransformerEncoderLayer(**_layer_kwargs(config)),
             config.encoder_layers,
@@ -53,8 +56,14 @@ class FlowTransformer(nn.Module):
         self.action_out = nn.Linear(w, config.action_dim)
 
     def encode(self, images: Mapping[str, torch.Tensor], proprio: torch.Tensor) -> torch.Tensor:
+        """With ``past_frame``, ``images`` also holds ``past/<camera>`` and ``proprio`` is (B, 2 P):
+        the current then the earlier joint positions (normalised)."""
+        p = self.config.proprio_dim
         tokens = [self.cameras[c](images[c]) for c in self.config.cameras]
-        tokens.append(self.proprio(proprio)[:, None])
+        tokens.append(self.proprio(proprio[:, :p])[:, None])
+        if self.config.past_frame:
+            tokens += [self.cameras[c](images[PAST + c]) + self.past for c in self.config.cameras]
+            tokens.append(self.proprio(proprio[:, p:])[:, None] + self.past)
         return self.encoder(torch.cat(tokens, dim=1))
 
     @staticmethod

@@ -11,20 +11,39 @@ from r2s2r.errors import R2S2RError
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.policy.model import FlowTransformer
 from r2s2r.policy.normalize import ACTIONS, PROPRIO, Normalizer
+from r2s2r.policy.protocol import PAST
+
+
+def obs_keys(config: PolicyConfig) -> tuple[str, ...]:
+    """The observation entries ``config``'s policy reads (``past/...`` ones with ``past_frame``)."""
+    now = (*config.cameras, "proprio")
+    return (*now, *(PAST + k for k in now)) if config.past_frame else now
+
+
+def model_inputs(
+    config: PolicyConfig, normalizer: Normalizer, obs: Mapping[str, torch.Tensor]
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """(images, normalised proprio) for ``FlowTransformer.encode`` from an observation of tensors."""
+    images = {k: v for k, v in obs.items() if k in obs_keys(config) and not k.endswith("proprio")}
+    proprio = normalizer.normalize(PROPRIO, obs["proprio"])
+    if config.past_frame:
+        proprio = torch.cat([proprio, normalizer.normalize(PROPRIO, obs[PAST + "proprio"])], dim=1)
+    return images, proprio
 
 
 def check_obs(config: PolicyConfig, obs: Mapping[str, np.ndarray]) -> int:
     """The batch size of ``obs``, or R2S2RError naming the entry that does not fit ``config``."""
     if not isinstance(obs, Mapping):
         raise R2S2RError(f"observation: expected a dict of arrays, got {type(obs).__name__}")
-    missing = [k for k in (*config.cameras, "proprio") if k not in obs]
+    keys = obs_keys(config)
+    missing = [k for k in keys if k not in obs]
     if missing:
-        raise R2S2RError(f"observation: missing {missing}; the policy needs {[*config.cameras, 'proprio']}")
+        raise R2S2RError(f"observation: missing {missing}; the policy needs {list(keys)}")
     s = config.image_size
     batch = None
-    for key in (*config.cameras, "proprio"):
+    for key in keys:
         x = obs[key]
-        image = key != "proprio"
+        image = not key.endswith("proprio")
         want = (s, s, 3) if image else (config.proprio_dim,)
         if not isinstance(x, np.ndarray) or x.ndim != 1 + len(want) or x.shape[1:] != want:
             got = x.shape if isinstance(x, np.ndarray) else type(x).__name__
@@ -34,7 +53,7 @@ def check_obs(config: PolicyConfig, obs: Mapping[str, np.ndarray]) -> int:
         if image and x.dtype != np.uint8:
             raise R2S2RError(f"observation {key!r}: expected uint8 pixels, got {x.dtype}")
         if not image and (x.dtype.kind != "f" or not np.isfinite(x).all()):
-            raise R2S2RError(f"observation 'proprio': expected finite floats (joint positions, rad), got {x.dtype}")
+            raise R2S2RError(f"observation {key!r}: expected finite floats (joint positions, rad), got {x.dtype}")
         if batch is None:
             batch = len(x)
         elif len(x) != batch:
@@ -74,11 +93,19 @@ class Policy:
     def execute_steps(self) -> int:
         return self.config.execute_steps
 
+    @property
+    def past_frame(self) -> int:
+        return self.config.past_frame
+
     def _tokens(self, obs: Mapping[str, np.ndarray]) -> torch.Tensor:
         check_obs(self.config, obs)
-        images = {c: torch.from_numpy(np.ascontiguousarray(obs[c])).to(self.device) for c in self.cameras}
-        proprio = torch.from_numpy(np.asarray(obs["proprio"], dtype=np.float32)).to(self.device)
-        return self.model.encode(images, self.normalizer.normalize(PROPRIO, proprio))
+        tensors = {
+            k: torch.from_numpy(
+                np.ascontiguousarray(obs[k]) if not k.endswith("proprio") else np.asarray(obs[k], dtype=np.float32)
+            ).to(self.device)
+            for k in obs_keys(self.config)
+        }
+        return self.model.encode(*model_inputs(self.config, self.normalizer, tensors))
 
     @torch.inference_mode()
     def predict_chunk(self, obs: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:

@@ -6,6 +6,11 @@ joint positions in rad). ``predict_chunk`` returns (B, action_horizon, 27) absol
 (7 arm + 20 hand, rad) at the control rate; the caller executes the first ``execute_steps`` of each
 chunk, then asks again (receding horizon). Every random draw (e.g. a flow-matching sampler's
 initial noise) comes from the ``rng`` passed in, so the same seed gives the same actions.
+
+A policy with ``past_frame`` = d > 0 (an optional attribute; 0 when absent) also needs the
+observation of d control steps earlier (the trial's first one while fewer than d steps have
+passed), under the keys ``past/<camera>`` and ``past/proprio``: one frame alone does not show how
+fast the object moves on the belt.
 """
 
 from __future__ import annotations
@@ -25,3 +30,16 @@ class ChunkPolicy(Protocol):
 
     def predict_chunk(self, obs: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
         """(B, action_horizon, 27) joint targets for a batch of observations."""
+
+
+PAST = "past/"
+
+
+def past_frame(policy: object) -> int:
+    """How many control steps back a policy's second observation is (0: it needs none)."""
+    return int(getattr(policy, "past_frame", 0) or 0)
+
+
+def with_past(obs: Mapping[str, np.ndarray], past: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``obs`` with ``past``'s entries added under ``past/<key>``."""
+    return {**obs, **{PAST + k: v for k, v in past.items() if not k.startswith(PAST)}}

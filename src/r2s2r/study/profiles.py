@@ -36,7 +36,7 @@ class StudyProfile:
     train_steps: int | None = None  # None: the preset's
     ratio: float = 0.5  # real share of every co-training batch
     trials: TrialPlan = TrialPlan()  # 24 nominal + 7/7/6/6 shifted
-    max_duration: float = 25.0  # s per trial (real and evaluation)
+    max_duration: float = 25.0  # s per evaluation trial: the demonstrations' own limit (CellConfig's)
     eval_batch: int = 10  # trials in flight at once
     design: str = "grounding"
     mix: ConditionMix = ConditionMix()
@@ -85,7 +85,6 @@ PROFILES: dict[str, StudyProfile] = {
         n_sim=200,
         preset="cpu",
         train_steps=1200,
-        max_duration=16.0,
     ),
     "paper": StudyProfile(
         "the study's sizes: 100 real demos, 1,500 sim trajectories per configuration, 96 px, the gpu "

@@ -24,7 +24,7 @@ def train_command(
 
     Args:
         real: The real-demonstration dataset folder.
-        out: Run folder: checkpoints step_*/ and 'latest' (load with r2s2r.policy.load_policy).
+        out: Run folder: checkpoints step_*/, 'latest' and (with held-out demos) 'best' (r2s2r.policy.load_policy).
         sim: Simulated dataset folders (zero or more).
         ratio: Real share of every batch, exact per batch (e.g. 0.5); omit for natural proportions.
         steps: Optimiser steps (default: the preset's).
@@ -62,6 +62,8 @@ def train_command(
             if record is not None:
                 counts = " ".join(f"{n} {c}" for n, c in record["samples"].items())
                 info = f"loss {record['loss']:.4f}  {record['samples_per_s']:.0f} samples/s  [{counts}]"
+                if "val_arm" in record:
+                    info += f"  held-out arm {record['val_arm']:.3f} rad ({record['val_arm_ratio']:.2f} x hold still)"
                 bar.update(task, completed=step, status=info)
             else:
                 bar.update(task, completed=step)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,13 +41,15 @@ from r2s2r.policy.checkpoint import (
     write_checkpoint,
 )
 from r2s2r.policy.model import FlowTransformer
-from r2s2r.policy.normalize import ACTIONS, NORMALIZED, PROPRIO, Normalizer, normalized_dims
+from r2s2r.policy.normalize import ACTIONS, NORMALIZED, Normalizer, normalized_dims
+from r2s2r.policy.policy import model_inputs
+from r2s2r.policy.protocol import PAST
 from r2s2r.train import distributed
 from r2s2r.train.config import Preset
 from r2s2r.train.mixture import Mixture
 from r2s2r.train.pipeline import Batch, BatchLoader
 from r2s2r.train.schedule import EMA, lr_at
-from r2s2r.train.sources import Sources, open_sources
+from r2s2r.train.sources import Sources, open_sources, resize_note
 from r2s2r.train.state import (
     STATE,
     TENSORS,
@@ -183,8 +186,11 @@ class TrainingRun:
 
     def step(self, net: torch.nn.Module, batch: Batch, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         dev, norm = self.dev, self.normalizer
-        images = {c: torch.from_numpy(x).to(dev, non_blocking=True) for c, x in batch.images.items()}
-        proprio = norm.normalize(PROPRIO, torch.from_numpy(batch.proprio).to(dev))
+        obs = {c: torch.from_numpy(x).to(dev, non_blocking=True) for c, x in batch.images.items()}
+        obs["proprio"] = torch.from_numpy(batch.proprio).to(dev)
+        if batch.past_proprio is not None:
+            obs[PAST + "proprio"] = torch.from_numpy(batch.past_proprio).to(dev)
+        images, proprio = model_inputs(self.preset.policy, norm, obs)
         actions = norm.normalize(ACTIONS, torch.from_numpy(batch.actions).to(dev))
         noise, t = torch.from_numpy(batch.noise).to(dev), torch.from_numpy(batch.t).to(dev)
         lr = lr_at(step, self.preset.train)
@@ -246,6 +252,10 @@ def train(
     info, dev = distributed.setup(device)
     out = Path(out)
     sources = open_sources(real, sims, preset.policy, tc.holdout, tc.seed)
+    for ds in sources.datasets.values():
+        note = resize_note(ds, preset.policy)
+        if note is not None and info.main:
+            warnings.warn(note, stacklevel=2)
     writer = None
     try:
         run = TrainingRun(sources, out, preset, info, dev)
@@ -296,6 +306,8 @@ def train(
                     if writer is not None:
                         for k in ("loss", "lr", "grad_norm", "samples_per_s"):
                             writer.add_scalar(f"train/{k}", record[k], step)
+                        for k in (k for k in record if k.startswith("val_")):
+                            writer.add_scalar(f"val/{k[4:]}", record[k], step)
                         for n, c in record["samples"].items():
                             writer.add_scalar(f"samples/{n}", c, step)
                     loss_sum.zero_()

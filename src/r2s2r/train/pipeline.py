@@ -18,6 +18,7 @@ import numpy as np
 
 from r2s2r.policy import flow
 from r2s2r.policy.config import PolicyConfig
+from r2s2r.policy.protocol import PAST
 from r2s2r.train.frames import FrameReader
 from r2s2r.train.mixture import Mixture
 
@@ -33,8 +34,9 @@ class Plan:
 
 @dataclass(frozen=True, eq=False)
 class Batch:
-    images: dict[str, np.ndarray]  # camera -> uint8 (B, S, S, 3)
+    images: dict[str, np.ndarray]  # camera (and past/<camera> with past_frame) -> uint8 (B, S, S, 3)
     proprio: np.ndarray  # (B, P) float32, rad (not normalised)
+    past_proprio: np.ndarray | None  # (B, P) the proprio past_frame steps earlier (clamped), or None
     actions: np.ndarray  # (B, H, A) float32, rad (not normalised)
     noise: np.ndarray
     t: np.ndarray
@@ -95,9 +97,22 @@ class BatchLoader:
         for j, cam in enumerate(self.config.cameras):
             stacked = np.concatenate([f[cam] for f in frames])
             images[cam] = shift_images(stacked, plan.shifts[:, j], self.shift_px)
+        past_proprio = None
+        d = self.config.past_frame
+        if d:  # the sample d steps earlier in the same episode (its first frame at the start)
+            past = [
+                self.mixture.samplers[name].sample(plan.indices[name] - np.minimum(p["t"], d))
+                for name, p in zip(names, parts, strict=True)
+            ]
+            past_frames = [self.frames.read(name, p["episode"], p["t"]) for name, p in zip(names, past, strict=True)]
+            for j, cam in enumerate(self.config.cameras):
+                stacked = np.concatenate([f[cam] for f in past_frames])
+                images[PAST + cam] = shift_images(stacked, plan.shifts[:, j], self.shift_px)  # same camera jitter
+            past_proprio = np.concatenate([p["obs/proprio"] for p in past]).astype(np.float32, copy=False)
         return Batch(
             images=images,
             proprio=np.concatenate([p["obs/proprio"] for p in parts]).astype(np.float32, copy=False),
+            past_proprio=past_proprio,
             actions=np.concatenate([p["actions"] for p in parts]).astype(np.float32, copy=False),
             noise=plan.noise,
             t=plan.t,

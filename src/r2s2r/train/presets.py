@@ -11,7 +11,7 @@ from r2s2r.errors import UnknownNameError
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.train.config import Preset, TrainConfig
 
-STEPS_CPU = 8000
+STEPS_CPU = 3000
 
 PRESETS: dict[str, Preset] = {
     "tiny": Preset(
@@ -40,10 +40,10 @@ PRESETS: dict[str, Preset] = {
         "tests and smoke runs: 16 px, ~30 k parameters",
     ),
     "cpu": Preset(
-        PolicyConfig(image_size=48, conv_channels=(16, 32, 64), token_grid=3, width=96, heads=4),
+        PolicyConfig(image_size=48, conv_channels=(16, 32, 64), token_grid=3, width=96, heads=4, past_frame=5),
         # lr 1e-3 and 4 flow samples per encoded observation: measured in docs/benchmarks.md ("policy
         # learning"); 10 % of the real demonstrations held out to pick the checkpoint
-        TrainConfig(steps=STEPS_CPU, batch_size=64, lr=1e-3, warmup_steps=200, shift_px=3, flow_samples=4, holdout=0.1),
+        TrainConfig(steps=STEPS_CPU, batch_size=64, lr=1e-3, warmup_steps=200, shift_px=3, flow_samples=2, holdout=0.1),
         "a study on a 2-core CPU: 48 px, ~0.66 M parameters",
     ),
     "gpu": Preset(

@@ -66,6 +66,20 @@ def check_dataset_fits(ds: Dataset, config: PolicyConfig, role: str) -> None:
         )
 
 
+def resize_note(ds: Dataset, config: PolicyConfig) -> str | None:
+    """A warning when ``ds`` stores camera frames at another size than the policy's: training resizes
+    them (area averaging), while evaluation renders the lab at the policy's size, a few grey levels
+    apart. None when the sizes agree."""
+    sizes = {ds.features[f"obs/{c}"].shape[0] for c in config.cameras}
+    if sizes == {config.image_size}:
+        return None
+    return (
+        f"{ds.path}: camera frames stored at {sorted(sizes)} px are resized to the policy's {config.image_size} px; "
+        f"the lab renders {config.image_size} px frames for the policy, which differ by a few grey levels "
+        f"(record demonstrations with --image-size {config.image_size})"
+    )
+
+
 def open_sources(
     real: Path, sims: Sequence[Path], config: PolicyConfig, holdout: float = 0.0, seed: int = 0
 ) -> Sources:

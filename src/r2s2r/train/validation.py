@@ -22,7 +22,9 @@ from r2s2r.data.sampler import WindowSampler
 from r2s2r.errors import ConfigError
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.policy.model import FlowTransformer
-from r2s2r.policy.normalize import ACTIONS, PROPRIO, Normalizer
+from r2s2r.policy.normalize import ACTIONS, Normalizer
+from r2s2r.policy.policy import model_inputs
+from r2s2r.policy.protocol import PAST
 from r2s2r.train.frames import FrameReader
 
 ARM = slice(0, 7)
@@ -84,8 +86,13 @@ class OpenLoopProbe:
         idx = np.sort(rng.choice(len(sampler), size=min(samples, len(sampler)), replace=False))
         part = sampler.sample(idx)
         frames = FrameReader({"real": dataset}, config.cameras, config.image_size, 0)
-        self.images = {c: torch.from_numpy(x) for c, x in frames.read("real", part["episode"], part["t"]).items()}
-        self.proprio = torch.from_numpy(part["obs/proprio"].astype(np.float32))
+        self.obs = {c: torch.from_numpy(x) for c, x in frames.read("real", part["episode"], part["t"]).items()}
+        self.obs["proprio"] = self.proprio = torch.from_numpy(part["obs/proprio"].astype(np.float32))
+        if config.past_frame:
+            past = sampler.sample(idx - np.minimum(part["t"], config.past_frame))
+            for c, x in frames.read("real", past["episode"], past["t"]).items():
+                self.obs[PAST + c] = torch.from_numpy(x)
+            self.obs[PAST + "proprio"] = torch.from_numpy(past["obs/proprio"].astype(np.float32))
         self.actions = part["actions"][:, : self.steps].astype(np.float64)
         self.valid = ~part["action_pad_mask"][:, : self.steps]
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
@@ -105,9 +112,8 @@ class OpenLoopProbe:
         try:
             for i in range(0, len(self.proprio), batch):
                 sl = slice(i, i + batch)
-                images = {c: x[sl].to(dev) for c, x in self.images.items()}
-                proprio = normalizer.normalize(PROPRIO, self.proprio[sl].to(dev))
-                tokens = model.encode(images, proprio)
+                obs = {k: x[sl].to(dev) for k, x in self.obs.items()}
+                tokens = model.encode(*model_inputs(self.config, normalizer, obs))
                 chunk = normalizer.unnormalize(ACTIONS, model.sample(tokens, self.noise[sl].to(dev)))
                 preds.append(chunk[:, : self.steps].double().cpu().numpy())
         finally:
