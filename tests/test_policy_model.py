@@ -21,11 +21,14 @@ def test_every_preset_builds_and_gives_a_finite_loss_and_chunk(name):
     torch.manual_seed(0)
     model = FlowTransformer(cfg)
     s, h, a = cfg.image_size, cfg.action_horizon, cfg.action_dim
-    images = {c: torch.randint(0, 256, (2, s, s, 3), dtype=torch.uint8) for c in cfg.cameras}
+    frames = 2 if cfg.past_frame else 1  # a past-frame policy also encodes the earlier observation
+    keys = [*cfg.cameras, *(f"past/{c}" for c in cfg.cameras)][: frames * len(cfg.cameras)]
+    images = {k: torch.randint(0, 256, (2, s, s, 3), dtype=torch.uint8) for k in keys}
+    proprio = torch.randn(2, frames * cfg.proprio_dim)
     with torch.no_grad():
-        tokens = model.encode(images, torch.randn(2, cfg.proprio_dim))
-        assert tokens.shape == (2, len(cfg.cameras) * cfg.token_grid**2 + 1, cfg.width)
-        loss = model(images, torch.randn(2, cfg.proprio_dim), torch.randn(2, h, a), torch.randn(2, h, a), torch.rand(2))
+        tokens = model.encode(images, proprio)
+        assert tokens.shape == (2, frames * (len(cfg.cameras) * cfg.token_grid**2 + 1), cfg.width)
+        loss = model(images, proprio, torch.randn(2, h, a), torch.randn(2, h, a), torch.rand(2))
         assert torch.isfinite(loss)
         assert model.sample(tokens, torch.randn(2, h, a)).shape == (2, h, a)
     assert count_parameters(model) > 0

@@ -59,7 +59,7 @@ class OperatorConfig:
     descend_time: float = 0.8
     close_time: float = 0.6
     lift_time: float = 0.6
-    carry_time: float = 2.0  # long enough that the carry stays near the rated joint speeds
+    carry_time: float = 1.4
     release_time: float = 0.4
     speed_fraction: float = 0.9  # arm command steps are limited to this fraction of the rated joint speeds
     control_dt: float = 0.1  # s between commands (the robot's control rate)
