@@ -9,6 +9,9 @@ One table, one row per rung, every number measured in this run:
 - ``image @ step``: the preset's flow-matching policy (cameras + proprio, as in the study) trained on
   ``--demos`` with ``r2s2r.train.train``, its checkpoints at the ``--at`` steps and the run's ``best``
   (lowest held-out open-loop arm error; the policy ``r2s2r eval`` loads);
+- ``privileged state``: the same flow head fed the object's state as the operator sees it (pose,
+  belt speed, which object; ``r2s2r.evaluate.privileged``) instead of cameras: a diagnostic of the
+  control stack, never a study policy;
 - ``scripted``: the teleoperator model that collected the demonstrations (the ceiling).
 Columns: held-out open-loop mean absolute error of the first 8 actions (arm and hand, rad; the ratio
 is arm error / hold-still arm error), success on the lab's first ``--trials`` nominal trials (the
@@ -36,15 +39,17 @@ from rich.table import Table
 
 from r2s2r import atomic
 from r2s2r.evaluate.policies import HoldStill, ScriptedOperator
+from r2s2r.evaluate.privileged import STATE_PRESET, PrivilegedPolicy, write_state_dataset
 from r2s2r.evaluate.runner import EvalConfig, evaluate
 from r2s2r.evaluate.stats import wilson_interval
 from r2s2r.evaluate.trials import TrialPlan
 from r2s2r.policy.checkpoint import BEST, LATEST, load_policy, read_checkpoint, step_name
+from r2s2r.lab.twin import LabTwin
 from r2s2r.train import get_preset, train
+from r2s2r.world.cell import CellConfig
 
 
-def _train(args, preset) -> list[dict]:
-    run = args.out / "run"
+def _train(args, preset, demos: Path, run: Path) -> list[dict]:
     done = (run / LATEST).is_file() and read_checkpoint(run, verify=())[1]["step"] >= preset.train.steps
     if not done:
         torch.set_num_threads(args.threads)
@@ -57,7 +62,7 @@ def _train(args, preset) -> list[dict]:
                 speed = f"{record['samples_per_s']:.0f} samples/s"
                 print(f"step {step}: loss {record['loss']:.4f}, {speed}{val}", flush=True)
 
-        train(args.demos, [], run, preset, device=args.device, on_step=show)
+        train(demos, [], run, preset, device=args.device, on_step=show)
         print(f"trained in {(time.time() - t0) / 60:.1f} min", flush=True)
     _, meta = read_checkpoint(run, verify=())
     state = json.loads((run / step_name(meta["step"]) / "train_state.json").read_text())
@@ -93,6 +98,33 @@ def _evaluate(args, name: str, policy) -> dict:
     return out
 
 
+def _privileged(args) -> dict:
+    """The privileged-state rung: the demos replayed for the operator's view, a state policy trained on
+    them (``STATE_PRESET``, its held-out best checkpoint), evaluated with the view in place of cameras."""
+    states = args.out / "state-demos"
+    t0 = time.time()
+    replay_lab = LabTwin(args.lab, CellConfig(cameras=()))
+
+    def show(i: int, n: int) -> None:
+        if i % 25 == 0 or i == n:
+            print(f"replayed {i}/{n} demonstrations", flush=True)
+
+    write_state_dataset(args.demos, states, replay_lab, show)
+    print(f"state dataset in {time.time() - t0:.0f} s", flush=True)
+    run = args.out / "state-run"
+    vals = _train(args, STATE_PRESET, states, run)
+    best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else vals[-1]["step"]
+    v = next((r for r in vals if r["step"] == best), {})
+    return {
+        "rung": f"privileged state@{best}",
+        "arm": v.get("val_arm"),
+        "hand": v.get("val_hand"),
+        "ratio": v.get("val_arm_ratio"),
+        "train_minutes": v.get("seconds", float("nan")) / 60,
+        **_evaluate(args, "privileged", PrivilegedPolicy(run)),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--demos", type=Path, required=True, help="real demonstrations (r2s2r demos collect)")
@@ -107,7 +139,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="torch threads while training")
     ap.add_argument("--max-duration", type=float, default=25.0)
     ap.add_argument("--device", default="cpu", help="training device (cpu, cuda)")
-    ap.add_argument("--references", nargs="*", default=["hold", "scripted"], help="reference rungs to run")
+    ap.add_argument("--references", nargs="*", default=["hold", "scripted"], help="reference rungs to run: hold, privileged (object state instead of images), scripted")
     args = ap.parse_args()
     console = Console(width=160)
     load = os.getloadavg()
@@ -120,8 +152,8 @@ def main() -> None:
     steps = args.steps or p.train.steps
     keep = steps // p.train.checkpoint_every + 1  # every checkpoint, so the --at ones stay
     preset = dataclasses.replace(p, train=dataclasses.replace(p.train, steps=steps, keep_checkpoints=keep))
-    vals = {r["step"]: r for r in _train(args, preset)}
     run = args.out / "run"
+    vals = {r["step"]: r for r in _train(args, preset, args.demos, run)}
     best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else steps
     rows: list[dict] = []
     hold = next(iter(vals.values()), {})
@@ -150,6 +182,8 @@ def main() -> None:
                 **_evaluate(args, f"image-{step}", policy),
             }
         )
+    if "privileged" in args.references:
+        rows.append(_privileged(args))
     if "scripted" in args.references:
         rows.append({"rung": "scripted", **_evaluate(args, "scripted", ScriptedOperator())})
     atomic.write_json(args.out / "ladder.json", {"load_average_start": load, "rows": rows})

@@ -85,7 +85,7 @@ def test_missing_or_unparsable_manifest(tmp_path, ds_path):
     with pytest.raises(R2S2RError, match=r"no manifest; expected a dataset folder"):
         Dataset(tmp_path / "nothing")
     (ds_path / "manifest.json").write_text("{not json")
-    with pytest.raises(R2S2RError, match=r"manifest\.json: not readable as JSON"):
+    with pytest.raises(R2S2RError, match=r"manifest\.json: is not valid JSON"):
         check_dataset(ds_path)
 
 

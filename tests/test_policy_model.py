@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -27,7 +29,7 @@ def test_every_preset_builds_and_gives_a_finite_loss_and_chunk(name):
     proprio = torch.randn(2, frames * cfg.proprio_dim)
     with torch.no_grad():
         tokens = model.encode(images, proprio)
-        assert tokens.shape == (2, frames * (len(cfg.cameras) * cfg.token_grid**2 + 1), cfg.width)
+        assert tokens.shape == (2, frames * (len(cfg.cameras) * cfg.tokens_per_camera + 1), cfg.width)
         loss = model(images, proprio, torch.randn(2, h, a), torch.randn(2, h, a), torch.rand(2))
         assert torch.isfinite(loss)
         assert model.sample(tokens, torch.randn(2, h, a)).shape == (2, h, a)
@@ -147,3 +149,45 @@ def test_receding_horizon_gives_a_past_frame_policy_the_observation_d_steps_back
     for step in range(10):
         runner.act({"proprio": np.full((1, 27), step, np.float32)}, np.random.default_rng(0))
     assert policy.pasts == [(0, 0), (3, 1), (6, 4), (9, 7)]  # re-plans every 3 steps, 2 back (first clamped)
+
+
+def test_spatial_softmax_finds_a_peak_and_moves_with_it():
+    """A single hot cell gives that cell's centre; shifting the map shifts the keypoint by a cell."""
+    from r2s2r.policy.encoders import SpatialSoftmax
+
+    ss = SpatialSoftmax(1, 1)
+    with torch.no_grad():
+        ss.maps.weight.fill_(1.0)
+        ss.maps.bias.zero_()
+        ss.log_temperature.fill_(-4.0)  # sharp: the expectation sits on the peak
+    h, w = 12, 8
+    for r, c in ((0, 0), (5, 3), (11, 7)):
+        fmap = torch.zeros(1, 1, h, w)
+        fmap[0, 0, r, c] = 1.0
+        xy = ss(fmap)[0, 0]
+        assert torch.allclose(xy, torch.tensor([-1 + 2 * c / (w - 1), -1 + 2 * r / (h - 1)]), atol=1e-4)
+    blob = torch.zeros(1, 1, h, w)
+    blob[0, 0, 4:7, 2:5] = torch.tensor([[0.2, 0.5, 0.2], [0.5, 1.0, 0.5], [0.2, 0.5, 0.2]])
+    with torch.no_grad():
+        ss.log_temperature.fill_(0.0)  # soft: the expectation interpolates between cells
+    a, b = ss(blob)[0, 0], ss(torch.roll(blob, shifts=1, dims=3))[0, 0]
+    assert b[0] > a[0] and torch.isclose(b[1], a[1], atol=1e-6)
+
+
+def test_keypoint_tokens_add_one_per_camera_and_get_gradients():
+    cfg = dataclasses.replace(PRESETS["tiny"].policy, keypoints=4)
+    model = FlowTransformer(cfg)
+    s = cfg.image_size
+    images = {c: torch.randint(0, 256, (2, s, s, 3), dtype=torch.uint8) for c in cfg.cameras}
+    tokens = model.encode(images, torch.randn(2, cfg.proprio_dim))
+    assert tokens.shape == (2, len(cfg.cameras) * (cfg.token_grid**2 + 1) + 1, cfg.width)
+    tokens.square().mean().backward()
+    enc = model.cameras[cfg.cameras[0]]
+    assert enc.keypoints.maps.weight.grad.abs().sum() > 0
+
+
+def test_camera_less_policy_encodes_proprio_alone():
+    cfg = dataclasses.replace(PRESETS["tiny"].policy, cameras=(), proprio_dim=31)
+    model = FlowTransformer(cfg)
+    tokens = model.encode({}, torch.randn(3, 31))
+    assert tokens.shape == (3, 1, cfg.width)

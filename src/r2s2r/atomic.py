@@ -11,6 +11,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from r2s2r.errors import R2S2RError
+from r2s2r.files import output_file
+
 
 def temp_beside(path: Path) -> tuple[int, str]:
     """An open temporary file ``.<name>.*.tmp`` in ``path``'s folder, readable like any output
@@ -21,18 +24,23 @@ def temp_beside(path: Path) -> tuple[int, str]:
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (fsync, then rename); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = temp_beside(path)
+    """Write ``data`` to ``path`` atomically (fsync, then rename); returns the path. Its folder is
+    created (``files.output_file``); a location that cannot be written raises R2S2RError."""
+    path = output_file(path, "an output file")
+    try:
+        fd, tmp = temp_beside(path)
+    except OSError as e:
+        raise R2S2RError(f"{path}: cannot be written ({e.strerror or e})") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise R2S2RError(f"{path}: cannot be written ({e.strerror or e})") from None
         raise
     return path
 

@@ -19,6 +19,7 @@ import tyro
 from r2s2r.calibrate.commands import calibrate_command
 from r2s2r.errors import R2S2RError
 from r2s2r.evaluate.commands import eval_command, eval_compare_command
+from r2s2r.files import output_dir, output_file
 from r2s2r.generate.commands import generate_command
 from r2s2r.generate.one import generate_one_command
 from r2s2r.study.commands import study_run_command
@@ -53,11 +54,10 @@ def cell_show(
     from r2s2r.world.params import WorldParams
     from r2s2r.world.sheet import contact_sheet
 
-    if out.suffix.lower() != ".png":
-        raise R2S2RError(f"--out: expected a .png file, got {str(out)!r}")
-    if size < 0 or size > 1024:
+    output_file(out, "a contact sheet image", "--out", suffix=".png", create=False)
+    if size != 0 and not 16 <= size <= 1024:
         raise R2S2RError(f"--size: expected 0 (full resolution) or 16..1024 px, got {size}")
-    params = WorldParams.load(world) if world is not None else WorldParams.nominal()
+    params = WorldParams.load(world, "--world") if world is not None else WorldParams.nominal()
     cond = sample_condition(condition, np.random.default_rng(seed))
     view = None if size == 0 else (size, size)
     sim = SimCell(params, CellConfig())
@@ -113,6 +113,7 @@ def demos_collect(
     from r2s2r.world.cell import CellConfig
 
     config = DemoConfig(n=n, seed=seed, workers=workers, max_attempts=max_attempts)
+    output_dir(out, "a dataset folder", "--out", create=False)
     cell = LabTwin(lab, CellConfig(image_size=image_size))
     console = Console(stderr=True)
     with count_progress("demos", console) as bar:
@@ -164,8 +165,7 @@ def world_ungrounded(out: Path, seed: int = 0) -> None:
 
     from r2s2r.calibrate.ungrounded import ungrounded_world
 
-    if out.suffix.lower() != ".json":
-        raise R2S2RError(f"--out: expected a .json file, got {str(out)!r}")
+    output_file(out, "a WorldParams file", "--out", suffix=".json", create=False)
     params = ungrounded_world(seed)
     params.save(out)
     Console(stderr=True).print(f"wrote {out} (ungrounded world, seed {seed}, hash {params.content_hash()})")

@@ -8,7 +8,7 @@ import types
 import typing
 from typing import Any, TypeVar
 
-from r2s2r.errors import ConfigError
+from r2s2r.errors import ConfigError, R2S2RError
 
 T = TypeVar("T")
 
@@ -26,12 +26,15 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def from_jsonable(cls: type[T], data: Any, where: str = "") -> T:
-    """Build ``cls`` from a JSON tree; unknown, missing or mistyped fields raise ConfigError."""
-    return _convert(cls, data, where or cls.__name__)
+def from_jsonable(cls: type[T], data: Any, where: str = "", complete: bool = False) -> T:
+    """Build ``cls`` from a JSON tree; unknown, missing or mistyped fields raise ConfigError.
+
+    A field with a default may be left out, unless ``complete``: then every field of every nested
+    dataclass must be present (a file that lost a whole section must not quietly become the defaults)."""
+    return _convert(cls, data, where or cls.__name__, complete)
 
 
-def _convert(tp: Any, data: Any, where: str) -> Any:
+def _convert(tp: Any, data: Any, where: str, complete: bool = False) -> Any:
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
@@ -41,30 +44,36 @@ def _convert(tp: Any, data: Any, where: str) -> Any:
         unknown = sorted(set(data) - set(fields))
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {unknown}; expected {sorted(fields)}")
+        required = [
+            n
+            for n, f in fields.items()
+            if complete or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        ]
+        missing = [n for n in required if n not in data]
+        if missing:
+            which = "field" if len(missing) == 1 else "fields"
+            raise ConfigError(f"{where}: missing {which} {missing}; expected every field of {tp.__name__}")
         kwargs = {}
-        for name, f in fields.items():
-            if name not in data:
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                    raise ConfigError(f"{where}: missing field {name!r}")
-                continue
-            kwargs[name] = _convert(hints[name], data[name], f"{where}.{name}")
+        for name in fields:
+            if name in data:
+                kwargs[name] = _convert(hints[name], data[name], f"{where}.{name}", complete)
         try:
             return tp(**kwargs)
-        except ConfigError as e:
+        except R2S2RError as e:  # a value check (ConfigError, UnknownNameError): say where it was
             raise ConfigError(f"{where}: {e}") from None
     if origin is tuple:
         args = typing.get_args(tp)
         if not isinstance(data, (list, tuple)):
             raise ConfigError(f"{where}: expected a list, got {type(data).__name__}")
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(data))
+            return tuple(_convert(args[0], v, f"{where}[{i}]", complete) for i, v in enumerate(data))
         if len(data) != len(args):
             raise ConfigError(f"{where}: expected {len(args)} values, got {len(data)}")
-        return tuple(_convert(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, data, strict=True)))
+        return tuple(_convert(a, v, f"{where}[{i}]", complete) for i, (a, v) in enumerate(zip(args, data, strict=True)))
     if origin in (typing.Union, types.UnionType):
         for arg in typing.get_args(tp):
             try:
-                return _convert(arg, data, where)
+                return _convert(arg, data, where, complete)
             except ConfigError:
                 continue
         raise ConfigError(f"{where}: value {data!r} matches none of {typing.get_args(tp)}")

@@ -49,6 +49,8 @@ class DemoConfig:
             raise ConfigError(f"demos: --n expected >= 1, got {self.n}")
         if self.workers < 1:
             raise ConfigError(f"demos: --workers expected >= 1, got {self.workers}")
+        if self.max_attempts is not None and self.max_attempts < self.n:
+            raise ConfigError(f"demos: --max-attempts expected >= --n ({self.n}), got {self.max_attempts}")
 
 
 @dataclass(frozen=True)

@@ -126,8 +126,9 @@ def load_sources(
             if ds.provenance(i).source != "real":
                 rejected[i] = "not a real demonstration"
                 continue
+            episode = ds.episode(i)  # an unreadable or corrupt shard is an error, not a rejected demo
             try:
-                sources.append(prepare_source(ds.episode(i), i, world, pose, 1.0 / ds.control_rate_hz))
+                sources.append(prepare_source(episode, i, world, pose, 1.0 / ds.control_rate_hz))
             except R2S2RError as e:
                 rejected[i] = str(e)
     if not sources:

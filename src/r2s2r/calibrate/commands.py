@@ -23,11 +23,10 @@ def calibrate_command(out: Path, lab: int = 0, seed: int = 0, ungrounded_seed: i
     from r2s2r.calibrate.records import write_calibration
     from r2s2r.calibrate.run import STAGES, CalibrationConfig, calibrate_lab
     from r2s2r.calibrate.ungrounded import ungrounded_world
-    from r2s2r.errors import R2S2RError
+    from r2s2r.files import output_dir
     from r2s2r.lab.twin import LabTwin
 
-    if out.exists() and not out.is_dir():
-        raise R2S2RError(f"--out: expected a folder, got the file {str(out)!r}")
+    output_dir(out, "a calibration folder", "--out", create=False)
     console = Console(stderr=True)
     twin = LabTwin(lab)
     ungrounded = ungrounded_world(ungrounded_seed)

@@ -14,6 +14,7 @@ from r2s2r import atomic
 from r2s2r.data.check import check_dataset, span
 from r2s2r.data.dataset import Dataset
 from r2s2r.errors import R2S2RError
+from r2s2r.files import output_file
 
 SHOW_EPISODES = 4
 
@@ -82,6 +83,8 @@ def data_show(path: Path, out: Path | None = None, *, console: Console | None = 
     and write a PNG grid of sample frames to ``out`` (default ``<path>/samples.png``)."""
     console = console or Console()
     path = Path(path)
+    if out is not None:
+        output_file(out, "a PNG of sample frames", "--out", suffix=".png", create=False)
     with Dataset(path) as ds:
         provs = [ds.provenance(i) for i in range(len(ds))]
         secs = ds.num_frames / ds.control_rate_hz

@@ -15,6 +15,7 @@ from r2s2r import atomic
 from r2s2r.data.features import Feature, canonical_features
 from r2s2r.data.provenance import Provenance, plain_json
 from r2s2r.errors import ConfigError, R2S2RError
+from r2s2r.files import input_dir, read_json
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -148,11 +149,10 @@ class Manifest:
     @classmethod
     def load(cls, folder: str | Path) -> Manifest:
         """Read and validate ``folder/manifest.json``; R2S2RError names the file and what was expected."""
-        path = Path(folder) / MANIFEST
-        if not path.is_file():
+        folder = Path(folder)
+        if folder.exists():
+            input_dir(folder, "a dataset folder written by r2s2r.data.DatasetWriter")
+        path = folder / MANIFEST
+        if not path.exists():
             raise R2S2RError(f"{path}: no manifest; expected a dataset folder written by r2s2r.data.DatasetWriter")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise R2S2RError(f"{path}: not readable as JSON ({e}); expected a dataset manifest") from None
-        return cls.from_json(data, str(path))
+        return cls.from_json(read_json(path, "a dataset manifest", expect=None), str(path))

@@ -29,6 +29,7 @@ from r2s2r.data.manifest import MANIFEST, SHARD_NAME, EpisodeEntry, Manifest, gr
 from r2s2r.data.provenance import plain_json
 from r2s2r.data.shard import fsync_dir, sha256_file, write_episode, write_h5_atomic
 from r2s2r.errors import ConfigError, R2S2RError
+from r2s2r.files import output_dir
 
 LOCK = ".writer.lock"
 _TEMP = re.compile(r"^\.(manifest\.json|(stage|shard)_\d+\.h5)\..*\.tmp$")
@@ -71,7 +72,7 @@ class DatasetWriter:
         self.shard_episodes = shard_episodes
         features = canonical_features(features)  # bad input fails before anything is created
         Manifest(features, control_rate_hz, info or {})
-        self.path.mkdir(parents=True, exist_ok=True)
+        output_dir(self.path, "a dataset folder")
         self._lock = self._acquire_lock()
         try:
             self._manifest = self._open(features, control_rate_hz, info)

@@ -55,6 +55,9 @@ def eval_command(
     from r2s2r.evaluate.tables import results_table
     from r2s2r.evaluate.trials import TrialPlan
 
+    from r2s2r.files import output_dir
+
+    output_dir(out, "an evaluation folder", "--out", create=False)  # before any trial runs
     plan = TrialPlan(nominal, lighting, belt_speed, novel_object, combined, trial_seed)
     config = EvalConfig(plan, seed, batch, workers, max_duration, videos, ensemble)
     pol = resolve_policy(policy)
@@ -68,6 +71,12 @@ def eval_command(
             wins[0] += o.success
             wins[1] += 1
             bar.update(task, advance=1, score=f"success {wins[0]}/{wins[1]}")
+            if not console.is_terminal:  # a log file, CI, nohup: the bar is not drawn, so say it in lines
+                console.print(
+                    f"trial {o.index} ({o.kind}): {'success' if o.success else o.failure}; "
+                    f"{wins[1]}/{plan.total} done, success {wins[0]}/{wins[1]}",
+                    soft_wrap=True,
+                )
 
         res = evaluate(pol, lab, config, out=out, name=policy, on_trial=show)
     res.save(out)

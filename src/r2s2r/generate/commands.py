@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from r2s2r.errors import R2S2RError
+from r2s2r.files import output_dir
 from r2s2r.generate.mix import ConditionMix
 
 # The study's behaviour configurations and the behaviours that implement them.
@@ -40,12 +41,19 @@ def progress_status(stats: dict) -> str:
 
 
 def configuration(
-    world: str, behavior: str, world_path: Path, demos: Path | None, seed: int, image_size: int, mix: ConditionMix
+    world: str,
+    behavior: str,
+    world_path: Path,
+    demos: Path | None,
+    seed: int,
+    image_size: int,
+    mix: ConditionMix,
+    world_option: str | None = None,
 ):
     """The generation spec of one configuration and the manifest's description of it: (spec, info).
 
     ``behavior`` is grounded, ungrounded or a registered behaviour name; ``world_path`` the
-    WorldParams file of ``world`` (grounded | ungrounded)."""
+    WorldParams file of ``world`` (grounded | ungrounded), given by ``world_option`` (for messages)."""
     from r2s2r.data import Manifest
     from r2s2r.generate.attempt import BehaviorInputs, GenerationSpec
     from r2s2r.generate.one import BEHAVIORS
@@ -57,7 +65,9 @@ def configuration(
         from r2s2r.errors import UnknownNameError
 
         raise UnknownNameError("behavior", behavior, (*BEHAVIOR_OF, *BEHAVIORS))
-    params = WorldParams.load(world_path)
+    if name == "mimic" and demos is None:  # checked here, not first in every worker process
+        raise R2S2RError(f"--behavior {behavior} transforms real demonstrations: give their dataset with --demos DIR")
+    params = WorldParams.load(world_path, world_option)
     spec = GenerationSpec(BehaviorInputs(params, demos), BEHAVIORS[name], CellConfig(image_size=image_size), mix, seed)
     info = {
         "kind": "simulated episodes",
@@ -100,7 +110,7 @@ def generate_command(
         world_file: WorldParams JSON to use instead of the calibration folder's.
         demos: Real demonstrations dataset (the grounded behaviour transforms them).
         seed: Run seed: attempt k draws everything from (seed, k).
-        workers: Worker processes (default: one per core).
+        workers: Worker processes, >= 1 (default: one per core).
         executor: local (processes on this machine) or ray (a Ray cluster; local without --address).
         address: Ray cluster address for --executor ray.
         image_size: Side of the recorded policy images, px.
@@ -112,14 +122,18 @@ def generate_command(
     from r2s2r.generate.run import RunConfig, generate
     from r2s2r.progress import count_progress
 
-    path = resolve_world(world, calibration, world_file)
-    if demos is not None and not (demos / "manifest.json").is_file():
-        raise R2S2RError(f"--demos {demos}: not a dataset folder (no manifest.json)")
-    spec, info = configuration(world, behavior, path, demos, seed, image_size, mix)
-    name = info["behavior"]
+    if workers is not None and workers < 1:
+        raise R2S2RError(f"--workers: expected a number of processes >= 1 (omit it for one per core), got {workers}")
     config = RunConfig(
         n=n, workers=workers or os.cpu_count() or 1, executor=executor, address=address, max_attempts=max_attempts
     )
+    output_dir(out, "a dataset folder", "--out", create=False)
+    path = resolve_world(world, calibration, world_file)
+    if demos is not None and not (demos / "manifest.json").is_file():
+        raise R2S2RError(f"--demos {demos}: not a dataset folder (no manifest.json)")
+    option = "--world-file" if world_file is not None else "--calibration"
+    spec, info = configuration(world, behavior, path, demos, seed, image_size, mix, option)
+    name = info["behavior"]
     console = Console(stderr=True)
     console.print(
         f"generate: {n} episodes, world {world} ({path}), behaviour {behavior} ({name}), "

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from r2s2r.errors import R2S2RError, UnknownNameError
+from r2s2r.files import output_file
 from r2s2r.generate.attempt import BehaviorInputs
 from r2s2r.generate.rollout import Behavior, RolloutResult, rollout
 from r2s2r.world.cell import CellConfig, SimCell
@@ -63,10 +64,7 @@ class VideoWriter:
     def __init__(self, path: Path, fps: float) -> None:
         import cv2
 
-        if path.suffix.lower() != ".mp4":
-            raise R2S2RError(f"--video: expected a .mp4 file, got {str(path)!r}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
+        self.path = path = output_file(path, "an MP4 video", suffix=".mp4")
         self._tmp = path.with_name(f".{path.stem}.tmp.mp4")
         size = (VIDEO_SIZE[0] * len(VIDEO_CAMERAS), VIDEO_SIZE[1])
         self._writer = cv2.VideoWriter(str(self._tmp), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
@@ -146,7 +144,9 @@ def generate_one_command(
     """
     from rich.console import Console
 
-    params = WorldParams.load(world)
+    if video is not None:
+        output_file(video, "an MP4 video", "--video", suffix=".mp4", create=False)
+    params = WorldParams.load(world, "--world")
     beh = make_behavior(behavior, BehaviorInputs(world=params, demos=demos))
     res = generate_one(beh, params, condition, seed, video)
     outcome = "success" if res.success else f"failure ({res.failure})"

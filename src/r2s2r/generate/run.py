@@ -26,9 +26,10 @@ import numpy as np
 
 from r2s2r import atomic
 from r2s2r.data import DatasetWriter
-from r2s2r.errors import ConfigError, R2S2RError
+from r2s2r.errors import ConfigError, R2S2RError, UnknownNameError
+from r2s2r.files import output_dir, read_json
 from r2s2r.generate.attempt import AttemptRecord, GenerationSpec
-from r2s2r.generate.executors import make_executor
+from r2s2r.generate.executors import EXECUTORS, make_executor
 from r2s2r.generate.rollout import sim_features
 from r2s2r.world.cell import SimCell
 from r2s2r.world.conditions import sample_condition
@@ -52,6 +53,8 @@ class RunConfig:
             raise ConfigError(f"generate: --n expected >= 1, got {self.n}")
         if self.workers < 1:
             raise ConfigError(f"generate: --workers expected >= 1, got {self.workers}")
+        if self.executor not in EXECUTORS:
+            raise UnknownNameError("executor", self.executor, EXECUTORS)
         if self.max_attempts is not None and self.max_attempts < self.n:
             raise ConfigError(f"generate: --max-attempts expected >= --n ({self.n}), got {self.max_attempts}")
 
@@ -75,6 +78,16 @@ def read_log(folder: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             raise R2S2RError(f"{path}: line {i + 1} is not JSON; the attempt log is corrupt") from None
     return entries
+
+
+def _sessions(path: Path) -> list[dict[str, Any]]:
+    """The sessions recorded in an earlier run's ``stats.json`` (none before the first)."""
+    if not path.exists():
+        return []
+    sessions = read_json(path, "the statistics of a generation run").get("sessions")
+    if not isinstance(sessions, list):
+        raise R2S2RError(f"{path}: no 'sessions' list; expected the statistics a generation run writes")
+    return sessions
 
 
 def _append(path: Path, entry: dict[str, Any]) -> None:
@@ -125,9 +138,7 @@ def generate(
     ``info`` describes what is generated (configuration, world, behaviour, mix, seed); it is stored
     in the manifest, and resuming with a different ``info`` is refused.
     """
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise R2S2RError(f"--out: {out} is a file; expected a dataset folder")
+    out = output_dir(out, "a dataset folder", create=False)
     probe = SimCell(spec.inputs.world, spec.cell)
     probe.reset(sample_condition("nominal", np.random.default_rng(0)), np.random.default_rng(0))  # builds the model
     features = sim_features(probe)
@@ -144,7 +155,7 @@ def generate(
                 entries.append({"key": k, "success": True, "failure": None, "steps": 0, "seconds": {}, "worker": 0})
                 _append(out / LOG, entries[-1])
         entries.sort(key=lambda e: e["key"])
-        previous = json.loads((out / STATS).read_text())["sessions"] if (out / STATS).exists() else []
+        previous = _sessions(out / STATS)
         session = {"executor": config.executor, "workers": config.workers, "wall_s": 0.0}
         sessions = [*previous, session]
         next_key = entries[-1]["key"] + 1 if entries else 0

@@ -39,6 +39,7 @@ from r2s2r.data.shard import fsync_dir
 from r2s2r.data.stats import Stats
 from r2s2r.dataclass_json import from_jsonable, to_jsonable
 from r2s2r.errors import ConfigError, R2S2RError
+from r2s2r.files import output_dir, read_bytes, read_json, read_text
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.policy.model import FlowTransformer
 from r2s2r.policy.normalize import Normalizer, normalized_dims
@@ -69,8 +70,7 @@ def _fsync_file(path: Path, data: bytes) -> None:
 def write_checkpoint(run_dir: Path, step: int, meta: dict[str, Any], files: dict[str, bytes], keep: int = 2) -> Path:
     """Write checkpoint ``step`` of ``run_dir`` atomically, point ``latest`` at it and remove all but
     the newest ``keep`` checkpoints. ``meta`` goes into config.json with the files' SHA-256."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = output_dir(run_dir, "a training run folder")
     final = run_dir / step_name(step)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=run_dir))
     try:
@@ -111,7 +111,7 @@ def _named(run_dir: Path, pointer: str) -> str | None:
     path = Path(run_dir) / pointer
     if not path.is_file():
         return None
-    name = path.read_text(encoding="utf-8").strip()
+    name = read_text(path, f"the name of the {pointer} checkpoint").strip()
     if not _STEP.match(name):
         raise R2S2RError(f"{path}: expected a checkpoint name like step_00000100, got {name!r:.60}")
     return name
@@ -140,11 +140,8 @@ def read_checkpoint(path: Path, verify: Iterable[str] | None = None, best: bool 
     SHA-256 of the files in ``verify`` (default: all listed) is checked. Missing, corrupt or
     foreign files raise R2S2RError."""
     ckpt = resolve_checkpoint(path, best)
-    try:
-        meta = json.loads((ckpt / CONFIG).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise R2S2RError(f"{ckpt / CONFIG}: unreadable ({e}); expected the JSON a training run writes") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+    meta = read_json(ckpt / CONFIG, "the checkpoint config JSON a training run writes")
+    if meta.get("format") != FORMAT:
         raise R2S2RError(f"{ckpt / CONFIG}: not an r2s2r policy checkpoint (expected format {FORMAT!r})")
     if meta.get("version") != VERSION:
         raise R2S2RError(f"{ckpt / CONFIG}: checkpoint version {meta.get('version')!r}, this r2s2r reads {VERSION}")
@@ -157,15 +154,16 @@ def read_checkpoint(path: Path, verify: Iterable[str] | None = None, best: bool 
         p = ckpt / name
         if not p.is_file():
             raise R2S2RError(f"{p}: missing from the checkpoint")
-        if hashlib.sha256(p.read_bytes()).hexdigest() != files[name]:
+        if hashlib.sha256(read_bytes(p, f"the checkpoint file {name}")).hexdigest() != files[name]:
             raise R2S2RError(f"{p}: SHA-256 differs from the one recorded in {CONFIG} (corrupt or modified)")
     return ckpt, meta
 
 
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    data = read_bytes(path, "a safetensors weights file")
     try:
-        return st_load(Path(path).read_bytes())
-    except (OSError, SafetensorError, ValueError) as e:
+        return st_load(data)
+    except (SafetensorError, ValueError) as e:
         raise R2S2RError(f"{path}: not a readable safetensors file ({e})") from None
 
 
@@ -177,10 +175,7 @@ def policy_config(meta: dict[str, Any], where: Path) -> PolicyConfig:
 
 
 def read_stats(ckpt: Path) -> Stats:
-    try:
-        data = json.loads((ckpt / STATS_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise R2S2RError(f"{ckpt / STATS_FILE}: unreadable ({e})") from None
+    data = read_json(ckpt / STATS_FILE, "the normalisation statistics JSON of a checkpoint")
     return Stats.from_json(data, str(ckpt / STATS_FILE))
 
 

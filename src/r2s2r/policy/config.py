@@ -55,10 +55,12 @@ class PolicyConfig:
     time_min: float = 0.001
     normalization: str = "quantile"
     past_frame: int = 0
+    keypoints: int = 0  # K spatial-softmax keypoints per camera, one more token (see CameraEncoder)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.cameras, tuple) or not self.cameras or not all(isinstance(c, str) for c in self.cameras):
-            raise ConfigError(f"PolicyConfig.cameras: expected a non-empty tuple of names, got {self.cameras!r}")
+        # no cameras: a proprio-only policy (the privileged-state diagnostic puts the object's state there)
+        if not isinstance(self.cameras, tuple) or not all(isinstance(c, str) for c in self.cameras):
+            raise ConfigError(f"PolicyConfig.cameras: expected a tuple of names, got {self.cameras!r}")
         if len(set(self.cameras)) != len(self.cameras):
             raise ConfigError(f"PolicyConfig.cameras: duplicate camera in {self.cameras!r}")
         for name in (
@@ -78,6 +80,8 @@ class PolicyConfig:
             _positive(name, getattr(self, name))
         if isinstance(self.past_frame, bool) or not isinstance(self.past_frame, int) or self.past_frame < 0:
             raise ConfigError(f"PolicyConfig.past_frame: expected an integer >= 0, got {self.past_frame!r}")
+        if isinstance(self.keypoints, bool) or not isinstance(self.keypoints, int) or self.keypoints < 0:
+            raise ConfigError(f"PolicyConfig.keypoints: expected an integer >= 0, got {self.keypoints!r}")
         if self.execute_steps > self.action_horizon:
             raise ConfigError(
                 f"PolicyConfig.execute_steps: {self.execute_steps} exceeds action_horizon {self.action_horizon}"
@@ -107,4 +111,4 @@ class PolicyConfig:
 
     @property
     def tokens_per_camera(self) -> int:
-        return self.token_grid**2
+        return self.token_grid**2 + (1 if self.keypoints else 0)

@@ -29,7 +29,7 @@ class FlowTransformer(nn.Module):
     """All tensors here are normalised (see ``Normalizer``) except the uint8 images.
 
     ``encode`` turns images {camera: (B, S, S, 3) uint8} and proprio (B, P) into observation tokens
-    (B, N, width), N = cameras x token_grid**2 + 1; ``velocity`` predicts the flow velocity of noisy
+    (B, N, width), N = cameras x (token_grid**2 + [keypoints > 0]) + 1 (twice with past_frame); ``velocity`` predicts the flow velocity of noisy
     action chunks (B, H, A) at times t (B,) given those tokens; ``forward`` is the training loss.
     """
 
@@ -38,7 +38,7 @@ class FlowTransformer(nn.Module):
         self.config = config
         w = config.width
         self.cameras = nn.ModuleDict(
-            {c: CameraEncoder(config.conv_channels, config.token_grid, w) for c in config.cameras}
+            {c: CameraEncoder(config.conv_channels, config.token_grid, w, config.keypoints) for c in config.cameras}
         )
         self.proprio = nn.Sequential(nn.Linear(config.proprio_dim, w), nn.SiLU(), nn.Linear(w, w))
         if config.past_frame:

@@ -57,7 +57,7 @@ def check_obs(config: PolicyConfig, obs: Mapping[str, np.ndarray]) -> int:
         if batch is None:
             batch = len(x)
         elif len(x) != batch:
-            raise R2S2RError(f"observation {key!r}: batch of {len(x)}, but {config.cameras[0]!r} has {batch}")
+            raise R2S2RError(f"observation {key!r}: batch of {len(x)}, but {keys[0]!r} has {batch}")
     if not batch:
         raise R2S2RError("observation: empty batch")
     return batch

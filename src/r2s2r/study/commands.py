@@ -36,7 +36,7 @@ def study_run_command(
         n_real: Real demonstrations (default: the profile's).
         n_sim: Simulated trajectories per grounding configuration (default: the profile's).
         steps: Training steps per policy (default: the profile's).
-        workers: Processes for demos, generation and evaluation (default: one per core).
+        workers: Processes for demos, generation and evaluation, >= 1 (default: one per core).
         dry_run: Print the plan and its expected time, run nothing.
     """
     from r2s2r.study.profiles import get_profile

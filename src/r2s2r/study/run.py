@@ -19,6 +19,7 @@ from rich.table import Table
 
 from r2s2r import atomic
 from r2s2r.errors import R2S2RError
+from r2s2r.files import output_dir
 from r2s2r.study.design import Design, get_design
 from r2s2r.study.figures import success_figure, training_figure
 from r2s2r.study.profiles import StudyProfile, get_profile
@@ -75,16 +76,14 @@ def run_study(
 
     ``profile`` overrides the registry's profile of ``profile_name`` (e.g. with changed sizes);
     ``design_name`` defaults to the profile's design."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise R2S2RError(f"--out: {out} is a file; expected a study folder")
+    out = output_dir(out, "a study folder", "--out", create=False)
     console = console or Console(stderr=True)
     profile = profile or get_profile(profile_name)
     design_name = design_name or profile.design
     design: Design = get_design(design_name)
+    if workers is not None and workers < 1:
+        raise R2S2RError(f"--workers: expected a number of processes >= 1 (omit it for one per core), got {workers}")
     workers = workers or default_workers()
-    if workers < 1:
-        raise R2S2RError(f"--workers: expected >= 1, got {workers}")
     root = out / STAGES_DIR
     plan = plan_study(profile, design, root, workers, console)
     rows = stage_table(plan, root)

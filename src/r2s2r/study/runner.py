@@ -19,7 +19,6 @@ Every key also holds the r2s2r version. The report is rebuilt from the stage out
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any
 from rich.console import Console
 
 import r2s2r
+from r2s2r import files
 from r2s2r.study.design import Design, PolicySpec, SimConfig
 from r2s2r.study.profiles import StudyProfile
 from r2s2r.study.stages import StageRecord, Stages, key_hash
@@ -209,7 +209,7 @@ def stage_table(plan: StudyPlan, root: Path) -> list[dict[str, Any]]:
 
 
 def read_json(path: Path) -> Any:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return files.read_json(path, "a JSON file a study stage writes", expect=None)
 
 
 __all__ = ["COST_S", "PlannedStage", "SimConfig", "StudyPlan", "plan_study", "run_plan", "stage_table"]

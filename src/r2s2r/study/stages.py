@@ -24,6 +24,7 @@ from typing import Any
 from r2s2r import atomic
 from r2s2r.data.provenance import plain_json
 from r2s2r.errors import R2S2RError
+from r2s2r.files import output_dir, read_json
 
 STAGE_FILE = "stage.json"
 
@@ -58,8 +59,7 @@ class Stages:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        if self.root.exists() and not self.root.is_dir():
-            raise R2S2RError(f"study folder {self.root} is a file; expected a folder")
+        output_dir(self.root, "a study folder", create=False)
 
     def dir(self, name: str, key: dict[str, Any]) -> Path:
         return self.root / f"{name}-{key_hash(key)}"
@@ -71,11 +71,13 @@ class Stages:
         folder = self.dir(name, key)
         marker = folder / STAGE_FILE
         if marker.is_file():
-            rec = json.loads(marker.read_text())
+            rec = read_json(marker, "the record of a finished stage")
+            if not {"key", "hash", "summary", "seconds", "machine"} <= set(rec):
+                raise R2S2RError(f"{marker}: not a finished stage's record (fields {sorted(rec)}); remove {folder}")
             if rec.get("key") != plain_json(key, "stage key"):
                 raise R2S2RError(f"{marker}: holds another key than its folder's hash says; remove {folder}")
             return StageRecord(name, rec["hash"], folder, rec["summary"], rec["seconds"], rec["machine"], True)
-        folder.mkdir(parents=True, exist_ok=True)
+        output_dir(folder, "a stage folder")
         t0 = time.perf_counter()
         summary = fn(folder)
         seconds = time.perf_counter() - t0

@@ -8,13 +8,13 @@ training ``history.json``, each ``stage.json``): the report never computes a num
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 from r2s2r.evaluate.compare import design_effects, paired_against_first
 from r2s2r.evaluate.results import EvalResults
 from r2s2r.evaluate.stats import Effect, Rate
+from r2s2r.files import read_json
 from r2s2r.study.design import Design
 from r2s2r.study.profiles import StudyProfile
 from r2s2r.study.runner import StudyPlan
@@ -35,7 +35,7 @@ def _effect(e: Effect) -> dict[str, float]:
 
 
 def _read(path: Path) -> Any:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return read_json(path, "a JSON file a study stage writes", expect=None)
 
 
 def load_evaluations(plan: StudyPlan, records: dict[str, StageRecord]) -> dict[str, EvalResults]:

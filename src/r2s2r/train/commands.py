@@ -39,12 +39,14 @@ def train_command(
     from rich.console import Console
 
     from r2s2r.errors import ConfigError
+    from r2s2r.files import output_dir
     from r2s2r.progress import count_progress
     from r2s2r.train.loop import require_tensorboard, train
     from r2s2r.train.presets import get_preset
 
     if tensorboard:
         require_tensorboard()
+    output_dir(out, "a training run folder", "--out", create=False)
     chosen = get_preset(preset)
     changes = {k: v for k, v in (("steps", steps), ("seed", seed), ("batch_size", batch_size)) if v is not None}
     tc = dataclasses.replace(chosen.train, ratio=ratio, **changes)

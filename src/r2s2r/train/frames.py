@@ -41,9 +41,9 @@ class FrameReader:
             return got
         self.reads += 1
         # frame by frame (fast in h5py); cameras may be stored at different sizes
-        frames = np.stack(
-            [resize_images(self._handle(source, episode, c)[t][None], self.size)[0] for c in self.cameras]
-        )
+        frames = np.empty((len(self.cameras), self.size, self.size, 3), dtype=np.uint8)  # none: a state policy
+        for j, c in enumerate(self.cameras):
+            frames[j] = resize_images(self._handle(source, episode, c)[t][None], self.size)[0]
         if self.bytes + frames.nbytes <= self.max_bytes:
             self._cache[key] = frames
             self.bytes += frames.nbytes

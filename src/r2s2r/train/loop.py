@@ -25,6 +25,7 @@ import torch.distributed as dist
 from r2s2r.data.stats import Stats, pooled_stats
 from r2s2r.dataclass_json import to_jsonable
 from r2s2r.errors import ConfigError, R2S2RError
+from r2s2r.files import output_dir
 from r2s2r.policy.checkpoint import (
     LATEST,
     STATS_FILE,
@@ -250,7 +251,8 @@ def train(
     if stop_at is not None and not 1 <= stop_at <= tc.steps:
         raise ConfigError(f"stop_at: expected a step in [1, {tc.steps}], got {stop_at}")
     info, dev = distributed.setup(device)
-    out = Path(out)
+    # a file at ``out`` fails now, not at the first checkpoint
+    out = output_dir(out, "a training run folder", create=False)
     sources = open_sources(real, sims, preset.policy, tc.holdout, tc.seed)
     for ds in sources.datasets.values():
         note = resize_note(ds, preset.policy)

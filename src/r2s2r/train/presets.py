@@ -40,6 +40,7 @@ PRESETS: dict[str, Preset] = {
         "tests and smoke runs: 16 px, ~30 k parameters",
     ),
     "cpu": Preset(
+        # keypoints=16 (spatial-softmax tokens) measured no better at 3,000 steps (docs/benchmarks.md): off
         PolicyConfig(image_size=48, conv_channels=(16, 32, 64), token_grid=3, width=96, heads=4, past_frame=5),
         # lr 1e-3 and 4 flow samples per encoded observation: measured in docs/benchmarks.md ("policy
         # learning"); 10 % of the real demonstrations held out to pick the checkpoint

@@ -71,7 +71,7 @@ def resize_note(ds: Dataset, config: PolicyConfig) -> str | None:
     them (area averaging), while evaluation renders the lab at the policy's size, a few grey levels
     apart. None when the sizes agree."""
     sizes = {ds.features[f"obs/{c}"].shape[0] for c in config.cameras}
-    if sizes == {config.image_size}:
+    if sizes <= {config.image_size}:  # the same size, or no camera at all
         return None
     return (
         f"{ds.path}: camera frames stored at {sorted(sizes)} px are resized to the policy's {config.image_size} px; "

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from r2s2r.errors import R2S2RError
+from r2s2r.files import read_json
 from r2s2r.policy.checkpoint import read_tensors
 
 TENSORS, STATE = "train.safetensors", "train_state.json"
@@ -69,11 +70,11 @@ def state_json(state: TrainState, groups: list) -> bytes:
 
 def read_state(ckpt: Path) -> tuple[TrainState, list, dict[str, torch.Tensor]]:
     """(state, optimiser param groups, train tensors) of checkpoint folder ``ckpt``."""
+    data = read_json(ckpt / STATE, "the training state JSON of a checkpoint")
     try:
-        data = json.loads((ckpt / STATE).read_text(encoding="utf-8"))
         state = TrainState(int(data["step"]), dict(data["samples"]), list(data["rng_states"]), list(data["history"]))
         groups = list(data["param_groups"])
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError) as e:
         raise R2S2RError(f"{ckpt / STATE}: not a training state ({e!r})") from None
     return state, groups, read_tensors(ckpt / TENSORS)
 

@@ -23,7 +23,8 @@ import numpy as np
 
 from r2s2r import atomic
 from r2s2r.dataclass_json import from_jsonable, to_jsonable
-from r2s2r.errors import ConfigError, R2S2RError, UnknownNameError
+from r2s2r.errors import ConfigError, UnknownNameError
+from r2s2r.files import read_json
 from r2s2r.geometry import look_at_cv, rpy_quat
 from r2s2r.world import rizon
 from r2s2r.world.camera import ImageEffects, LensModel
@@ -338,7 +339,18 @@ class WorldParams:
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "WorldParams") -> WorldParams:
-        return from_jsonable(cls, data, where)
+        """The params of a JSON tree holding every section and field (as ``to_dict`` writes it): a
+        missing section or field raises ConfigError instead of quietly taking the spec sheet's value."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: expected a JSON object of WorldParams sections, got {type(data).__name__}")
+        sections = [f.name for f in dataclasses.fields(cls)]
+        missing = [s for s in sections if s not in data]
+        if missing and not set(data) - set(sections):
+            raise ConfigError(
+                f"{where}: missing section(s) {missing}; a WorldParams file holds every section "
+                f"{sections} (write one with WorldParams.save or `r2s2r calibrate`)"
+            )
+        return from_jsonable(cls, data, where, complete=True)
 
     def content_hash(self) -> str:
         """Stable 16-hex-digit hash of the parameter values (independent of key order)."""
@@ -349,12 +361,8 @@ class WorldParams:
         return atomic.write_text(path, self.to_json())
 
     @classmethod
-    def load(cls, path: str | Path) -> WorldParams:
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise R2S2RError(f"world params file {str(path)!r} does not exist") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"world params file {str(path)!r} is not valid JSON: {e}") from None
-        return cls.from_dict(data, where=str(path))
+    def load(cls, path: str | Path, option: str | None = None) -> WorldParams:
+        """Read a WorldParams JSON file; a missing, unreadable, invalid or incomplete file raises an
+        R2S2RError (ConfigError for the contents) naming the file (and ``option``, e.g. ``--world``)."""
+        data = read_json(path, "a WorldParams JSON file", option)
+        return cls.from_dict(data, where=f"{option + ' ' if option else ''}{path}: WorldParams")

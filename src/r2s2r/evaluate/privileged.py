@@ -1,0 +1,137 @@
+"""The privileged-state diagnostic: the study's flow-matching chunk policy fed the object's state, not images.
+
+A rung of the diagnosis ladder (``benchmarks/policy_learning.py``), **never a study policy**: it reads
+``RealCell.human_view`` (what the teleoperator sees: the object's pose to about a centimetre, the belt
+speed to about ten percent, which object it is), the way the scripted operator does. It answers one
+question: given the object's state, do the flow head, its action representation and the receding
+horizon do the task? If they do, what the image policy misses is perception.
+
+- ``state_features``: a ``HumanView`` as a vector (``STATE_DIM``).
+- ``write_state_dataset``: the real demonstrations with that vector appended to each frame's proprio
+  and no cameras. The features are recovered by *replaying* each demonstration on the lab it was
+  recorded on: the lab is reset with the episode's condition and seed and driven by its recorded
+  commands (the ones that reached the robot), and the operator's view is read at every step as it was
+  during the collection. The replay is checked against the recorded proprioception.
+- ``STATE_PRESET``: the ``cpu`` preset's transformer and training without cameras.
+- ``PrivilegedPolicy``: a trial policy running a trained state policy next to the lab.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from r2s2r.data import Dataset, DatasetWriter, Episode, standard_features
+from r2s2r.errors import R2S2RError
+from r2s2r.lab.real_cell import HumanView, RealCell
+from r2s2r.policy.config import PolicyConfig
+from r2s2r.train.config import Preset
+from r2s2r.train.presets import get_preset
+from r2s2r.world.conditions import Condition
+from r2s2r.world.objects import KNOWN_OBJECTS
+
+# object position (3, world, m), yaw as cos/sin, belt speed (m/s), which known object (one-hot)
+STATE_DIM = 3 + 2 + 1 + len(KNOWN_OBJECTS)
+PROPRIO_DIM = 27
+REPLAY_TOLERANCE = 1e-4  # rad: largest difference between replayed and recorded joint positions
+
+
+def state_features(view: HumanView) -> np.ndarray:
+    """(STATE_DIM,) float32: what the operator sees of the trial."""
+    which = np.zeros(len(KNOWN_OBJECTS), dtype=np.float32)
+    if view.object_name in KNOWN_OBJECTS:  # a novel object: all zeros
+        which[KNOWN_OBJECTS.index(view.object_name)] = 1.0
+    yaw = np.array([np.cos(view.object_yaw), np.sin(view.object_yaw)])
+    return np.concatenate([view.object_pos, yaw, [view.belt_speed], which]).astype(np.float32)
+
+
+def _state_config() -> PolicyConfig:
+    cpu = get_preset("cpu").policy
+    return dataclasses.replace(cpu, cameras=(), proprio_dim=PROPRIO_DIM + STATE_DIM, past_frame=0, keypoints=0)
+
+
+STATE_PRESET = Preset(_state_config(), get_preset("cpu").train, "diagnostic: object state + proprio, no cameras")
+
+
+def replay_states(lab: RealCell, episode: Episode, where: str) -> np.ndarray:
+    """(T, STATE_DIM) operator views of ``episode``, replayed on ``lab`` (reset with its condition and
+    seed, driven by its recorded commands). Raises R2S2RError when the replay departs from the
+    recorded joint positions (another lab, or not a teleoperated demonstration)."""
+    prov = episode.provenance
+    if not prov.condition:
+        raise R2S2RError(f"{where}: no trial condition in its provenance; only lab demonstrations can be replayed")
+    cond = dict(prov.condition)
+    cond["light_tint"] = tuple(cond.get("light_tint", (1.0, 1.0, 1.0)))
+    obs = lab.reset(Condition(**cond), seed=prov.seed)
+    recorded = np.asarray(episode.obs["proprio"])
+    states = []
+    for t, action in enumerate(np.asarray(episode.actions)):
+        gap = float(np.abs(obs["proprio"] - recorded[t]).max())
+        if gap > REPLAY_TOLERANCE:
+            raise R2S2RError(
+                f"{where}: the replay on {lab!r} departs from the recorded joints by {gap:.2g} rad at step {t} "
+                f"(expected <= {REPLAY_TOLERANCE}); was it recorded on this lab?"
+            )
+        states.append(state_features(lab.human_view()))
+        obs = lab.act(action)
+    return np.asarray(states, dtype=np.float32)
+
+
+def write_state_dataset(
+    demos: Path, out: Path, lab: RealCell, on_episode: Callable[[int, int], None] | None = None
+) -> Path:
+    """The demonstrations at ``demos`` with the operator's view appended to proprio, into ``out``
+    (resumes: episodes already there are kept). ``lab`` must observe no camera."""
+    if lab.policy_cameras:
+        raise R2S2RError(f"write_state_dataset: the replay lab renders {lab.policy_cameras}; give it no cameras")
+    features = standard_features(state_dim=PROPRIO_DIM, cameras=(), proprio_dim=PROPRIO_DIM + STATE_DIM)
+    with Dataset(demos) as src:
+        info = {"kind": "privileged-state diagnostic", "demos": str(demos), "lab": repr(lab)}
+        with DatasetWriter(out, features, control_rate_hz=src.control_rate_hz, info=info) as writer:
+            done = writer.keys()
+            for i in range(len(src)):
+                ep = src.episode(i)
+                if ep.provenance.key in done:
+                    continue
+                states = replay_states(lab, ep, f"{demos} episode {i}")
+                proprio = np.concatenate([ep.obs["proprio"], states], axis=1).astype(np.float32)
+                writer.add(Episode({"proprio": proprio}, ep.actions, ep.states, ep.provenance))
+                if on_episode is not None:
+                    on_episode(i + 1, len(src))
+    return out
+
+
+@dataclass(frozen=True)
+class PrivilegedPolicy:
+    """A trained state policy (``STATE_PRESET``) as a trial policy: every ``execute_steps`` steps it
+    predicts a chunk from the joints and the operator's view of the lab."""
+
+    run: Path  # a training run folder (its best checkpoint) or a checkpoint folder
+    cameras: tuple[str, ...] = ()
+    image_size: int = 48  # unused: the lab renders no camera for it
+    _policy: list = dataclasses.field(default_factory=list, compare=False, repr=False)  # loaded once per process
+
+    def begin(self, lab: RealCell, rng: np.random.Generator) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
+        from r2s2r.policy.checkpoint import load_policy
+
+        if not self._policy:
+            self._policy.append(load_policy(self.run))
+        policy = self._policy[0]
+        if policy.config.proprio_dim != PROPRIO_DIM + STATE_DIM or policy.cameras:
+            raise R2S2RError(f"{self.run}: not a privileged-state policy (train it with STATE_PRESET)")
+        k, step, chunk = policy.execute_steps, 0, None
+
+        def act(obs: Mapping[str, np.ndarray]) -> np.ndarray:
+            nonlocal step, chunk
+            if step % k == 0:
+                x = np.concatenate([obs["proprio"], state_features(lab.human_view())]).astype(np.float32)
+                chunk = policy.predict_chunk({"proprio": x[None]}, rng)[0]
+            action = chunk[step % k]
+            step += 1
+            return action
+
+        return act
