@@ -43,8 +43,8 @@ from r2s2r.evaluate.privileged import STATE_PRESET, PrivilegedPolicy, write_stat
 from r2s2r.evaluate.runner import EvalConfig, evaluate
 from r2s2r.evaluate.stats import wilson_interval
 from r2s2r.evaluate.trials import TrialPlan
-from r2s2r.policy.checkpoint import BEST, LATEST, load_policy, read_checkpoint, step_name
 from r2s2r.lab.twin import LabTwin
+from r2s2r.policy.checkpoint import BEST, LATEST, load_policy, read_checkpoint, step_name
 from r2s2r.train import get_preset, train
 from r2s2r.world.cell import CellConfig
 
@@ -59,6 +59,8 @@ def _train(args, preset, demos: Path, run: Path) -> list[dict]:
         def show(step: int, record: dict | None) -> None:
             if record is not None and (step % 250 == 0 or "val_arm" in record):
                 val = f", held-out arm {record['val_arm']:.4f} rad" if "val_arm" in record else ""
+                if "val_object_cm" in record:
+                    val += f", object {record['val_object_cm']:.1f} cm"
                 speed = f"{record['samples_per_s']:.0f} samples/s"
                 print(f"step {step}: loss {record['loss']:.4f}, {speed}{val}", flush=True)
 
@@ -139,7 +141,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="torch threads while training")
     ap.add_argument("--max-duration", type=float, default=25.0)
     ap.add_argument("--device", default="cpu", help="training device (cpu, cuda)")
-    ap.add_argument("--references", nargs="*", default=["hold", "scripted"], help="reference rungs to run: hold, privileged (object state instead of images), scripted")
+    ap.add_argument(
+        "--object-state", type=float, default=None,
+        help="weight of the image policy's auxiliary object-state loss (needs labelled --demos: r2s2r demos label)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--references",
+        nargs="*",
+        default=["hold", "scripted"],
+        help="reference rungs to run: hold, privileged (object state instead of images), scripted",
+    )
     args = ap.parse_args()
     console = Console(width=160)
     load = os.getloadavg()
@@ -151,7 +162,9 @@ def main() -> None:
     p = get_preset(args.preset)
     steps = args.steps or p.train.steps
     keep = steps // p.train.checkpoint_every + 1  # every checkpoint, so the --at ones stay
-    preset = dataclasses.replace(p, train=dataclasses.replace(p.train, steps=steps, keep_checkpoints=keep))
+    policy = p.policy if args.object_state is None else dataclasses.replace(p.policy, object_state=args.object_state)
+    train_cfg = dataclasses.replace(p.train, steps=steps, keep_checkpoints=keep)
+    preset = dataclasses.replace(p, policy=policy, train=train_cfg)
     run = args.out / "run"
     vals = {r["step"]: r for r in _train(args, preset, args.demos, run)}
     best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else steps
@@ -178,6 +191,7 @@ def main() -> None:
                 "arm": v.get("val_arm"),
                 "hand": v.get("val_hand"),
                 "ratio": v.get("val_arm_ratio"),
+                "object_cm": v.get("val_object_cm"),
                 "train_minutes": v.get("seconds", float("nan")) / 60,
                 **_evaluate(args, f"image-{step}", policy),
             }
@@ -188,7 +202,7 @@ def main() -> None:
         rows.append({"rung": "scripted", **_evaluate(args, "scripted", ScriptedOperator())})
     atomic.write_json(args.out / "ladder.json", {"load_average_start": load, "rows": rows})
     table = Table(
-        "rung", "open-loop arm rad", "/ hold", "hand rad", "success", "95 % CI", "vel clips/trial",
+        "rung", "open-loop arm rad", "/ hold", "hand rad", "object cm", "success", "95 % CI", "vel clips/trial",
         "limit clips/trial", "replan jump rad", "touched", "lifted", "train min",
     )  # fmt: skip
 
@@ -202,6 +216,7 @@ def main() -> None:
             f(r.get("arm"), ".3f"),
             f(r.get("ratio"), ".2f"),
             f(r.get("hand"), ".3f"),
+            f(r.get("object_cm"), ".1f"),
             f"{r['success']}/{r['trials']}",
             f"[{lo:.0%}, {hi:.0%}]",
             f(r["velocity_clips"], ".1f"),

@@ -77,7 +77,7 @@ def test_calibrate_rejects_a_file_as_out(tmp_path, capsys):
     f = tmp_path / "world.json"
     f.write_text("{}")
     assert main(["calibrate", "--out", str(f)]) == 2
-    assert "expected a folder" in capsys.readouterr().err
+    assert "expected a calibration folder" in capsys.readouterr().err
 
 
 def test_visual_randomisation_varies_light_and_colour_within_its_ranges():

@@ -125,6 +125,19 @@ def _wait_for_commit(out, proc, timeout: float = 120.0) -> None:
         time.sleep(0.05)
 
 
+def _wait_for_restart(out, proc, timeout: float = 120.0) -> None:
+    """Until the run's stats record that this session rebuilt its worker pool (or it exits).
+
+    A commit alone is not enough: an attempt finished by the surviving worker can land before
+    the parent notices the killed one."""
+    t0 = time.monotonic()
+    while proc.poll() is None and time.monotonic() - t0 < timeout:
+        stats = json.loads((out / "stats.json").read_text())
+        if stats["sessions"][-1].get("restarts", 0) >= 1:
+            return
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
 def test_sigkill_of_parent_and_workers_then_resume_loses_and_duplicates_nothing(reference, tmp_path):
     WorldParams.nominal().save(tmp_path / "nominal.json")
@@ -135,7 +148,7 @@ def test_sigkill_of_parent_and_workers_then_resume_loses_and_duplicates_nothing(
         _wait_for_commit(out, proc)
         if round_ == 1:  # kill a worker: the run replaces it, retries its attempts and carries on
             os.kill(_pool_workers(proc.pid)[-1], signal.SIGKILL)
-            _wait_for_commit(out, proc)
+            _wait_for_restart(out, proc)
         time.sleep(float(rng.uniform(0.0, 0.5)))  # then kill everything at a random point
         for pid in [proc.pid, *_children(proc.pid)]:
             try:

@@ -191,3 +191,53 @@ def test_camera_less_policy_encodes_proprio_alone():
     model = FlowTransformer(cfg)
     tokens = model.encode({}, torch.randn(3, 31))
     assert tokens.shape == (3, 1, cfg.width)
+
+
+def _object_model(weight: float = 2.0) -> FlowTransformer:
+    cfg = dataclasses.replace(PRESETS["tiny"].policy, cameras=("head_left",), object_state=weight)
+    torch.manual_seed(0)
+    return FlowTransformer(cfg)
+
+
+def _object_batch(model: FlowTransformer, b: int = 3):
+    cfg = model.config
+    s, h, a = cfg.image_size, cfg.action_horizon, cfg.action_dim
+    images = {"head_left": torch.randint(0, 256, (b, s, s, 3), dtype=torch.uint8)}
+    return images, torch.randn(b, cfg.proprio_dim), torch.randn(b, h, a), torch.randn(b, h, a), torch.rand(b)
+
+
+def test_object_loss_counts_only_known_entries_and_adds_its_weight_to_the_flow_loss():
+    from r2s2r.data.object_state import OBJECT_STATE_DIM, OBJECT_STATE_SCALE
+
+    model = _object_model(2.0)
+    images, proprio, actions, noise, t = _object_batch(model)
+    target = torch.randn(3, OBJECT_STATE_DIM)
+    target[1, :3] = float("nan")  # position unknown on sample 1
+    target[2] = float("nan")  # nothing known on sample 2
+    with torch.no_grad():
+        tokens = model.encode(images, proprio)
+        pred = model.object_state(tokens)
+        known = ~torch.isnan(target)
+        want = (((pred - target) / torch.tensor(OBJECT_STATE_SCALE))[known] ** 2).mean()
+        assert torch.allclose(model.object_loss(tokens, target), want)
+        flow_only = model(images, proprio, actions, noise, t)
+        both = model(images, proprio, actions, noise, t, target)
+        assert torch.allclose(both - flow_only, 2.0 * want, atol=1e-6)
+        # an unlabelled batch adds nothing (not NaN)
+        none = torch.full((3, OBJECT_STATE_DIM), float("nan"))
+        assert torch.equal(model(images, proprio, actions, noise, t, none), flow_only)
+    # unknown entries give no gradient to the head
+    model.zero_grad()
+    model.object_loss(model.encode(images, proprio)[2:], target[2:]).backward()
+    assert all(p.grad is None or not p.grad.any() for p in model.object_head.parameters())
+
+
+@pytest.mark.parametrize("weight, message", [(-1.0, "weight >= 0"), (float("nan"), "weight >= 0"), (True, "weight")])
+def test_object_state_weight_is_checked(weight, message):
+    with pytest.raises(R2S2RError, match=message):
+        PolicyConfig(object_state=weight)
+
+
+def test_object_state_head_needs_cameras():
+    with pytest.raises(R2S2RError, match="needs cameras"):
+        PolicyConfig(cameras=(), object_state=1.0)

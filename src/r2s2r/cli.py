@@ -131,6 +131,35 @@ def demos_collect(
     )
 
 
+def demos_label(demos: Path, calibration: Path, out: Path) -> None:
+    """Copy demonstrations with per-frame object-state labels from their stereo pairs (resumes DIR).
+
+    The labels (obs/object_state: position in the belt frame, yaw, belt speed, which object) train a
+    policy's auxiliary object-state head (PolicyConfig.object_state); see r2s2r.behavior.object_labels.
+
+    Args:
+        demos: Demonstration dataset (r2s2r demos collect).
+        calibration: Calibration folder of the same lab (r2s2r calibrate): its world.json.
+        out: Dataset folder to write (created, or resumed).
+    """
+    from rich.console import Console
+
+    from r2s2r.behavior.object_labels import label_demonstrations
+    from r2s2r.files import input_dir
+    from r2s2r.progress import count_progress
+    from r2s2r.world.params import WorldParams
+
+    input_dir(demos, "a demonstration dataset", "--demos")
+    input_dir(calibration, "a calibration folder", "--calibration")
+    world = WorldParams.load(Path(calibration) / "world.json", "--calibration")
+    output_dir(out, "a dataset folder", "--out", create=False)
+    console = Console(stderr=True)
+    with count_progress("labels", console) as bar:
+        task = bar.add_task("labels", total=None, status="")
+        label_demonstrations(demos, world, out, lambda i, n: bar.update(task, completed=i, total=n))
+    console.print(f"labelled demonstrations -> {out}")
+
+
 def data_check(path: tyro.conf.Positional[Path]) -> None:
     """Verify a dataset's schema and checksums; names any corrupt shard.
 
@@ -176,7 +205,7 @@ def world_ungrounded(out: Path, seed: int = 0) -> None:
 # (``r2s2r eval --policy ...`` next to ``r2s2r eval compare ...``).
 COMMANDS: dict[str, dict[str, Callable[..., None]] | Callable[..., None]] = {
     "cell": {"show": cell_show},
-    "demos": {"collect": demos_collect},
+    "demos": {"collect": demos_collect, "label": demos_label},
     "data": {"check": data_check, "show": data_show},
     "world": {"ungrounded": world_ungrounded},
     "calibrate": calibrate_command,

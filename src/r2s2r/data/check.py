@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 
 from r2s2r.data.manifest import SHARD_NAME, EpisodeEntry, Manifest
+from r2s2r.data.object_state import MAY_BE_UNKNOWN
 from r2s2r.data.provenance import Provenance
 from r2s2r.data.shard import sha256_file
 from r2s2r.errors import R2S2RError
@@ -67,8 +68,9 @@ def _check_episode(g: h5py.Group, e: EpisodeEntry, manifest: Manifest) -> str | 
         want = (e.num_samples, *f.shape)
         if ds.shape != want or ds.dtype != np.dtype(f.dtype):
             return f"{e.group}/{f.name}: {ds.shape} {ds.dtype}; expected {want} {f.dtype}"
-        if not f.is_image and ds.dtype.kind == "f" and not np.isfinite(ds[()]).all():
-            return f"{e.group}/{f.name}: non-finite values"
+        x = ds[()] if not f.is_image and ds.dtype.kind == "f" else None
+        if x is not None and not (np.isfinite(x) | (np.isnan(x) & (f.name in MAY_BE_UNKNOWN))).all():
+            return f"{e.group}/{f.name}: non-finite values" + (" other than NaN" if f.name in MAY_BE_UNKNOWN else "")
     if "datagen_info" in g:
         leaves: list[h5py.Dataset] = []
         g["datagen_info"].visititems(lambda _, obj: leaves.append(obj) if isinstance(obj, h5py.Dataset) else None)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from r2s2r.data.features import Feature
+from r2s2r.data.object_state import MAY_BE_UNKNOWN
 from r2s2r.data.provenance import Provenance
 from r2s2r.errors import ConfigError
 
@@ -89,9 +90,12 @@ def check_episode(episode: Episode, features: tuple[Feature, ...]) -> None:
                 f"{f.name}: length {len(x)} differs from {features[0].name} length {length}; "
                 "every per-frame array needs the same number of frames"
             )
-        if x.dtype.kind == "f" and not np.isfinite(x).all():
-            bad = int(np.argwhere(~np.isfinite(x.reshape(len(x), -1)))[0, 0])
-            raise ConfigError(f"{f.name}: non-finite value at frame {bad}; expected finite values")
+        if x.dtype.kind == "f":
+            finite = np.isfinite(x) | (np.isnan(x) if f.name in MAY_BE_UNKNOWN else False)
+            if not finite.all():
+                bad = int(np.argwhere(~finite.reshape(len(x), -1))[0, 0])
+                what = "finite values or NaN (unknown)" if f.name in MAY_BE_UNKNOWN else "finite values"
+                raise ConfigError(f"{f.name}: non-finite value at frame {bad}; expected {what}")
     if not isinstance(episode.datagen_info, Mapping):
         raise ConfigError(f"datagen_info: expected a dict, got {type(episode.datagen_info).__name__}")
     for name, x in datagen_leaves(episode.datagen_info).items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,10 +89,16 @@ class Stats:
 
 
 def feature_stats(x: np.ndarray) -> FeatureStats:
-    """Statistics of frames ``x`` (N, ...) over the first axis."""
+    """Statistics of frames ``x`` (N, ...) over the first axis; NaN (unknown, see ``MAY_BE_UNKNOWN``)
+    values are left out (a column with no known value gets NaN statistics)."""
     x = np.asarray(x, dtype=np.float64)
-    q01, q99 = np.quantile(x, [0.01, 0.99], axis=0)
-    return FeatureStats(x.mean(0), x.std(0), x.min(0), x.max(0), q01, q99)
+    if not np.isnan(x).any():
+        q01, q99 = np.quantile(x, [0.01, 0.99], axis=0)
+        return FeatureStats(x.mean(0), x.std(0), x.min(0), x.max(0), q01, q99)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        q01, q99 = np.nanquantile(x, [0.01, 0.99], axis=0)
+        return FeatureStats(np.nanmean(x, 0), np.nanstd(x, 0), np.nanmin(x, 0), np.nanmax(x, 0), q01, q99)
 
 
 def _frames(datasets: Sequence[Dataset], name: str) -> np.ndarray:

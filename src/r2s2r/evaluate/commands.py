@@ -54,7 +54,6 @@ def eval_command(
     from r2s2r.evaluate.runner import EvalConfig, evaluate
     from r2s2r.evaluate.tables import results_table
     from r2s2r.evaluate.trials import TrialPlan
-
     from r2s2r.files import output_dir
 
     output_dir(out, "an evaluation folder", "--out", create=False)  # before any trial runs

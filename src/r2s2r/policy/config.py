@@ -34,6 +34,12 @@ class PolicyConfig:
     start): its camera tokens (the same encoders) and proprio token, each plus a learned "past"
     embedding. A single frame does not show the belt's speed (0.05-0.10 m/s in nominal trials), which
     decides where the object will be when the hand arrives; two frames do.
+
+    ``object_state`` = w > 0 adds an auxiliary loss: a small head predicts the object's state
+    (``r2s2r.data.object_state``: position in the belt frame, yaw, belt speed, which object) from the
+    mean of the observation tokens, trained on the frames whose dataset labels it, weighted w against
+    the flow loss. The policy still acts from its cameras and joints alone; the head makes its
+    encoder find the object.
     """
 
     cameras: tuple[str, ...] = DEFAULT_CAMERAS
@@ -56,6 +62,7 @@ class PolicyConfig:
     normalization: str = "quantile"
     past_frame: int = 0
     keypoints: int = 0  # K spatial-softmax keypoints per camera, one more token (see CameraEncoder)
+    object_state: float = 0.0  # weight of the auxiliary object-state loss (0: none)
 
     def __post_init__(self) -> None:
         # no cameras: a proprio-only policy (the privileged-state diagnostic puts the object's state there)
@@ -82,6 +89,12 @@ class PolicyConfig:
             raise ConfigError(f"PolicyConfig.past_frame: expected an integer >= 0, got {self.past_frame!r}")
         if isinstance(self.keypoints, bool) or not isinstance(self.keypoints, int) or self.keypoints < 0:
             raise ConfigError(f"PolicyConfig.keypoints: expected an integer >= 0, got {self.keypoints!r}")
+        if isinstance(self.object_state, bool) or not isinstance(self.object_state, int | float):
+            raise ConfigError(f"PolicyConfig.object_state: expected a weight >= 0, got {self.object_state!r}")
+        if not self.object_state >= 0 or self.object_state == float("inf"):
+            raise ConfigError(f"PolicyConfig.object_state: expected a finite weight >= 0, got {self.object_state!r}")
+        if self.object_state and not self.cameras:
+            raise ConfigError("PolicyConfig.object_state: the object-state head needs cameras to see the object")
         if self.execute_steps > self.action_horizon:
             raise ConfigError(
                 f"PolicyConfig.execute_steps: {self.execute_steps} exceeds action_horizon {self.action_horizon}"

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
+from r2s2r.data.object_state import OBJECT_STATE_DIM, OBJECT_STATE_SCALE
 from r2s2r.policy import flow
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.policy.encoders import ActionTimeEmbedding, CameraEncoder
@@ -29,8 +30,9 @@ class FlowTransformer(nn.Module):
     """All tensors here are normalised (see ``Normalizer``) except the uint8 images.
 
     ``encode`` turns images {camera: (B, S, S, 3) uint8} and proprio (B, P) into observation tokens
-    (B, N, width), N = cameras x (token_grid**2 + [keypoints > 0]) + 1 (twice with past_frame); ``velocity`` predicts the flow velocity of noisy
-    action chunks (B, H, A) at times t (B,) given those tokens; ``forward`` is the training loss.
+    (B, N, width), N = cameras x (token_grid**2 + [keypoints > 0]) + 1 (twice with past_frame);
+    ``velocity`` predicts the flow velocity of noisy action chunks (B, H, A) at times t (B,) given
+    those tokens; ``forward`` is the training loss; ``object_state`` the auxiliary object-state head.
     """
 
     def __init__(self, config: PolicyConfig) -> None:
@@ -54,6 +56,9 @@ class FlowTransformer(nn.Module):
             nn.TransformerDecoderLayer(**_layer_kwargs(config)), config.decoder_layers, norm=nn.LayerNorm(w)
         )
         self.action_out = nn.Linear(w, config.action_dim)
+        if config.object_state:
+            self.object_head = nn.Sequential(nn.Linear(w, w), nn.SiLU(), nn.Linear(w, OBJECT_STATE_DIM))
+            self.register_buffer("object_scale", torch.tensor(OBJECT_STATE_SCALE), persistent=False)
 
     def encode(self, images: Mapping[str, torch.Tensor], proprio: torch.Tensor) -> torch.Tensor:
         """With ``past_frame``, ``images`` also holds ``past/<camera>`` and ``proprio`` is (B, 2 P):
@@ -71,6 +76,18 @@ class FlowTransformer(nn.Module):
         """(B, width) observation embedding: the mean of the observation tokens."""
         return tokens.mean(dim=1)
 
+    def object_state(self, tokens: torch.Tensor) -> torch.Tensor:
+        """(B, OBJECT_STATE_DIM) the object's state predicted from the observation tokens (the
+        layout and units of ``r2s2r.data.object_state``); only with ``config.object_state``."""
+        return self.object_head(self.embedding(tokens)) * self.object_scale
+
+    def object_loss(self, tokens: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Mean squared error of the predicted object state in units of ``OBJECT_STATE_SCALE``, over
+        the known (not NaN) entries of ``target`` (B, OBJECT_STATE_DIM); zero when none is known."""
+        known = ~torch.isnan(target)
+        err = (self.object_state(tokens) - torch.nan_to_num(target)) / self.object_scale
+        return (err.square() * known).sum() / known.sum().clamp(min=1)
+
     def velocity(self, tokens: torch.Tensor, x_t: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         return self.action_out(self.decoder(self.action_in(x_t, t), tokens))
 
@@ -81,17 +98,22 @@ class FlowTransformer(nn.Module):
         actions: torch.Tensor,
         noise: torch.Tensor,
         t: torch.Tensor,
+        object_state: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Flow-matching loss (scalar) of normalised action chunks (B, H, A) with noise (B R, H, A) and
         times t (B R,): R >= 1 flow samples per observation share one encoding (sample i uses
-        observation i // R)."""
+        observation i // R). With ``config.object_state`` and labels ``object_state`` (B, D; NaN
+        where unknown), plus that weight times ``object_loss``."""
         tokens = self.encode(images, proprio)
+        aux = 0.0
+        if self.config.object_state and object_state is not None:
+            aux = self.config.object_state * self.object_loss(tokens, object_state)
         r = noise.shape[0] // actions.shape[0]
         if r * actions.shape[0] != noise.shape[0]:
             raise ValueError(f"noise batch {noise.shape[0]} is not a multiple of the action batch {actions.shape[0]}")
         if r > 1:
             tokens, actions = tokens.repeat_interleave(r, dim=0), actions.repeat_interleave(r, dim=0)
-        return flow.flow_loss(lambda x, tt: self.velocity(tokens, x, tt), actions, noise, t)
+        return flow.flow_loss(lambda x, tt: self.velocity(tokens, x, tt), actions, noise, t) + aux
 
     def sample(self, tokens: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """Normalised action chunks (B, H, A) integrated from ``noise`` (t=1) to t=0 in K Euler steps."""

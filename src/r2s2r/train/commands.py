@@ -66,6 +66,8 @@ def train_command(
                 info = f"loss {record['loss']:.4f}  {record['samples_per_s']:.0f} samples/s  [{counts}]"
                 if "val_arm" in record:
                     info += f"  held-out arm {record['val_arm']:.3f} rad ({record['val_arm_ratio']:.2f} x hold still)"
+                    if "val_object_cm" in record:
+                        info += f", object {record['val_object_cm']:.1f} cm"
                 bar.update(task, completed=step, status=info)
             else:
                 bar.update(task, completed=step)

@@ -197,7 +197,8 @@ class TrainingRun:
         lr = lr_at(step, self.preset.train)
         for g in self.opt.param_groups:
             g["lr"] = lr
-        loss = net(images, proprio, actions, noise, t)
+        labels = None if batch.object_state is None else torch.from_numpy(batch.object_state).to(dev)
+        loss = net(images, proprio, actions, noise, t, labels)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.preset.train.grad_clip)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from r2s2r.data.object_state import OBJECT_STATE, OBJECT_STATE_DIM
 from r2s2r.policy import flow
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.policy.protocol import PAST
@@ -38,11 +39,20 @@ class Batch:
     proprio: np.ndarray  # (B, P) float32, rad (not normalised)
     past_proprio: np.ndarray | None  # (B, P) the proprio past_frame steps earlier (clamped), or None
     actions: np.ndarray  # (B, H, A) float32, rad (not normalised)
+    object_state: np.ndarray | None  # (B, D) float32 labels (NaN: unknown) with PolicyConfig.object_state
     noise: np.ndarray
     t: np.ndarray
     counts: dict[str, int]  # samples per source in this batch
     frame_index: np.ndarray  # (B, 2) int64: (episode, frame) of each sample in its source
     rng_state: dict[str, Any]
+
+
+def object_labels(parts: list[dict[str, np.ndarray]]) -> np.ndarray:
+    """(B, OBJECT_STATE_DIM) the samples' object-state labels; NaN for a dataset without them."""
+    key = f"obs/{OBJECT_STATE}"
+    return np.concatenate(
+        [p[key] if key in p else np.full((len(p["t"]), OBJECT_STATE_DIM), np.nan, np.float32) for p in parts]
+    ).astype(np.float32, copy=False)
 
 
 def shift_images(images: np.ndarray, offsets: np.ndarray, pad: int) -> np.ndarray:
@@ -114,6 +124,7 @@ class BatchLoader:
             proprio=np.concatenate([p["obs/proprio"] for p in parts]).astype(np.float32, copy=False),
             past_proprio=past_proprio,
             actions=np.concatenate([p["actions"] for p in parts]).astype(np.float32, copy=False),
+            object_state=object_labels(parts) if self.config.object_state else None,
             noise=plan.noise,
             t=plan.t,
             counts={name: len(idx) for name, idx in plan.indices.items()},

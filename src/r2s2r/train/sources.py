@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 
 from r2s2r.data.dataset import Dataset
+from r2s2r.data.object_state import OBJECT_STATE
 from r2s2r.data.sampler import WindowSampler
 from r2s2r.errors import ConfigError, R2S2RError
 from r2s2r.policy.config import PolicyConfig
-from r2s2r.train.validation import split_episodes
+from r2s2r.train.validation import lowdim_keys, split_episodes
 
 
 @dataclass(eq=False)
@@ -102,9 +103,16 @@ def open_sources(
         # the (episode, t) index, proprio and the action windows
         train_eps, held = split_episodes(len(datasets["real"]), holdout, seed)
         samplers = {
-            n: WindowSampler(ds, config.action_horizon, ("proprio",), episodes=train_eps if n == "real" else None)
+            n: WindowSampler(
+                ds, config.action_horizon, lowdim_keys(ds, config), episodes=train_eps if n == "real" else None
+            )
             for n, ds in datasets.items()
         }
+        if config.object_state and not any(OBJECT_STATE in s.obs_keys for s in samplers.values()):
+            raise ConfigError(
+                f"PolicyConfig.object_state: no dataset carries obs/{OBJECT_STATE} labels "
+                "(label demonstrations with 'r2s2r demos label')"
+            )
     except R2S2RError:
         for ds in datasets.values():
             ds.close()

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from r2s2r.data.dataset import Dataset
+from r2s2r.data.object_state import OBJECT_STATE, POSITION
 from r2s2r.data.sampler import WindowSampler
 from r2s2r.errors import ConfigError
 from r2s2r.policy.config import PolicyConfig
@@ -50,6 +51,7 @@ class OpenLoopError:
     hold_arm: float
     hold_hand: float
     samples: int
+    object_cm: float | None = None  # median error (cm) of the predicted object position, where labelled
 
     @property
     def arm_ratio(self) -> float:
@@ -63,7 +65,15 @@ class OpenLoopError:
             "val_hold_arm": self.hold_arm,
             "val_hold_hand": self.hold_hand,
             "val_arm_ratio": self.arm_ratio,
+            **({} if self.object_cm is None else {"val_object_cm": self.object_cm}),
         }
+
+
+def lowdim_keys(ds: Dataset, config: PolicyConfig) -> tuple[str, ...]:
+    """The non-image observation keys a sampler of ``ds`` reads for ``config``'s training: the
+    proprio, and the object-state labels where the policy learns them and ``ds`` has them."""
+    labelled = config.object_state and f"obs/{OBJECT_STATE}" in ds.features
+    return ("proprio", OBJECT_STATE) if labelled else ("proprio",)
 
 
 class OpenLoopProbe:
@@ -81,7 +91,7 @@ class OpenLoopProbe:
         if len(episodes) == 0:
             raise ConfigError("open-loop probe: no held-out episodes")
         self.config, self.steps = config, min(steps, config.action_horizon)
-        sampler = WindowSampler(dataset, config.action_horizon, ("proprio",), episodes=episodes)
+        sampler = WindowSampler(dataset, config.action_horizon, lowdim_keys(dataset, config), episodes=episodes)
         rng = np.random.default_rng([seed, 0x9B0E])
         idx = np.sort(rng.choice(len(sampler), size=min(samples, len(sampler)), replace=False))
         part = sampler.sample(idx)
@@ -93,6 +103,7 @@ class OpenLoopProbe:
             for c, x in frames.read("real", past["episode"], past["t"]).items():
                 self.obs[PAST + c] = torch.from_numpy(x)
             self.obs[PAST + "proprio"] = torch.from_numpy(past["obs/proprio"].astype(np.float32))
+        self.object_state = part.get(f"obs/{OBJECT_STATE}")  # labels, where the policy learns them
         self.actions = part["actions"][:, : self.steps].astype(np.float64)
         self.valid = ~part["action_pad_mask"][:, : self.steps]
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
@@ -108,7 +119,7 @@ class OpenLoopProbe:
         dev = next(model.parameters()).device
         was_training = model.training
         model.eval()
-        preds = []
+        preds, objects = [], []
         try:
             for i in range(0, len(self.proprio), batch):
                 sl = slice(i, i + batch)
@@ -116,6 +127,8 @@ class OpenLoopProbe:
                 tokens = model.encode(*model_inputs(self.config, normalizer, obs))
                 chunk = normalizer.unnormalize(ACTIONS, model.sample(tokens, self.noise[sl].to(dev)))
                 preds.append(chunk[:, : self.steps].double().cpu().numpy())
+                if self.object_state is not None:
+                    objects.append(model.object_state(tokens)[:, POSITION].double().cpu().numpy())
         finally:
             model.train(was_training)
         pred = np.concatenate(preds)
@@ -126,4 +139,12 @@ class OpenLoopProbe:
             hold_arm=self._mae(hold, ARM),
             hold_hand=self._mae(hold, HAND),
             samples=int(self.valid.sum()),
+            object_cm=self._object_cm(np.concatenate(objects)) if objects else None,
         )
+
+    def _object_cm(self, pred: np.ndarray) -> float | None:
+        true = self.object_state[:, POSITION].astype(np.float64)
+        known = np.isfinite(true).all(axis=1)
+        if not known.any():
+            return None
+        return float(np.median(np.linalg.norm(pred[known] - true[known], axis=1)) * 100.0)
