@@ -112,3 +112,23 @@ def test_generate_one_writes_a_video(tmp_path):
     ok, img = cap.read()
     assert ok and img.shape == (240, 640, 3) and frames == res.steps == 10
     assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_sim_episodes_carry_the_object_state_truth(cell):
+    from r2s2r.data.object_state import OBJECT_STATE, POSITION, SPEED, WHICH, YAW
+    from r2s2r.geometry import inv_T, make_T
+    from r2s2r.world.objects import KNOWN_OBJECTS
+
+    res = _run(cell, 1, keep_failures=True)
+    ep = res.episode
+    y = ep.obs[OBJECT_STATE]
+    assert y.shape == (res.steps, 14) and np.isfinite(y).all()
+    cond = ep.provenance.condition
+    c = cell.params.conveyor
+    T_belt = inv_T(make_T(c.pose.pos, c.pose.quat))
+    truth = np.einsum("ij,tj->ti", T_belt, np.c_[ep.datagen_info["object_pose"][:, :3, 3], np.ones(res.steps)])
+    np.testing.assert_allclose(y[:, POSITION], truth[:, :3], atol=1e-5)
+    assert abs(y[0, 0] - cond["start_x"]) < 0.01 and abs(y[0, 1] - cond["lateral"]) < 0.01
+    np.testing.assert_allclose(y[:, SPEED], c.speed_scale * cond["belt_speed"], rtol=1e-5)
+    assert KNOWN_OBJECTS[int(np.argmax(y[0, WHICH]))] == cond["object"] and y[0, WHICH].sum() == 1
+    assert np.allclose(np.linalg.norm(y[:, YAW], axis=1), 1.0, atol=1e-5) or np.allclose(y[:, YAW], 0.0)

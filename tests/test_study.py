@@ -162,3 +162,22 @@ def test_trend_sentences_say_what_the_numbers_say():
     lines = trend_sentences(bad)
     assert any("BELOW" in t for t in lines) and any("interaction" in t for t in lines)
     assert any("overlap zero" in t for t in trend_sentences(_fake([0.05], {"world grounding": 0.05})))
+
+
+def test_policies_that_learn_the_object_state_train_on_labelled_demos(tmp_path, monkeypatch):
+    from r2s2r.train.presets import PRESETS
+
+    tiny = PRESETS["tiny"]
+    labelled = dataclasses.replace(tiny, policy=dataclasses.replace(tiny.policy, object_state=1.0))
+    monkeypatch.setitem(PRESETS, "tiny-object", labelled)
+    for preset, want in (("tiny", False), ("tiny-object", True)):
+        profile = PROFILES["smoke"].replace(preset=preset)
+        plan = plan_study(profile, get_design("grounding"), tmp_path / "stages", 2, QUIET)
+        names = [s.name for s in plan.stages]
+        assert ("labels-3" in names) == want
+        train = plan.stage("train-real-only")
+        real = plan.stage("labels-3" if want else "demos-3")
+        assert train.key["real"] == real.hash
+        if want:  # after the demos and the calibration it reads, before any training
+            assert names.index("labels-3") > max(names.index("demos-3"), names.index("calibrate"))
+            assert real.key["calibrate"] == plan.stage("calibrate").hash

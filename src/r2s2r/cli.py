@@ -144,9 +144,8 @@ def demos_label(demos: Path, calibration: Path, out: Path) -> None:
     """
     from rich.console import Console
 
-    from r2s2r.behavior.object_labels import label_demonstrations
+    from r2s2r.behavior.object_labels import label_with_progress
     from r2s2r.files import input_dir
-    from r2s2r.progress import count_progress
     from r2s2r.world.params import WorldParams
 
     input_dir(demos, "a demonstration dataset", "--demos")
@@ -154,9 +153,7 @@ def demos_label(demos: Path, calibration: Path, out: Path) -> None:
     world = WorldParams.load(Path(calibration) / "world.json", "--calibration")
     output_dir(out, "a dataset folder", "--out", create=False)
     console = Console(stderr=True)
-    with count_progress("labels", console) as bar:
-        task = bar.add_task("labels", total=None, status="")
-        label_demonstrations(demos, world, out, lambda i, n: bar.update(task, completed=i, total=n))
+    label_with_progress(demos, world, out, console)
     console.print(f"labelled demonstrations -> {out}")
 
 

@@ -18,14 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
 
 from r2s2r.behavior.segments import grasp_yaw_symmetry
 from r2s2r.behavior.sources import SourceDemo, flange_poses, prepare_source
 from r2s2r.data import Dataset, DatasetWriter, Episode
-from r2s2r.data.features import Feature, canonical_features
+from r2s2r.data.features import canonical_features
 from r2s2r.data.object_state import (
     OBJECT_STATE,
     OBJECT_STATE_DIM,
+    OBJECT_STATE_FEATURE,
     POSITION,
     SPEED,
     WHICH,
@@ -35,6 +37,7 @@ from r2s2r.data.object_state import (
 )
 from r2s2r.errors import R2S2RError
 from r2s2r.geometry import inv_T, make_T
+from r2s2r.progress import count_progress
 from r2s2r.world.params import WorldParams
 
 
@@ -68,8 +71,7 @@ def label_demonstrations(
     with Dataset(demos) as src:
         if f"obs/{OBJECT_STATE}" in src.features:
             raise R2S2RError(f"{demos}: already carries obs/{OBJECT_STATE} labels")
-        label = Feature(f"obs/{OBJECT_STATE}", (OBJECT_STATE_DIM,), "float32", "mixed")
-        features = canonical_features([*src.features.values(), label])
+        features = canonical_features([*src.features.values(), OBJECT_STATE_FEATURE])
         info = {"kind": "demonstrations with object-state labels", "demos": str(demos)}
         dt = 1.0 / src.control_rate_hz
         with DatasetWriter(out, features, control_rate_hz=src.control_rate_hz, info=info) as writer:
@@ -85,3 +87,10 @@ def label_demonstrations(
                 if on_episode is not None:
                     on_episode(i + 1, len(src))
     return out
+
+
+def label_with_progress(demos: Path, world: WorldParams, out: Path, console: Console) -> Path:
+    """``label_demonstrations`` with a progress bar (plain lines in a log) on ``console``."""
+    with count_progress("labels", console) as bar:
+        task = bar.add_task("labels", total=None, status="")
+        return label_demonstrations(demos, world, out, lambda i, n: bar.update(task, completed=i, total=n))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from r2s2r.data.features import Feature
 from r2s2r.world.objects import KNOWN_OBJECTS
 
 OBJECT_STATE = "object_state"  # the observation key (dataset feature obs/object_state)
@@ -32,6 +33,9 @@ POSITION, YAW, SPEED = slice(0, 3), slice(3, 5), 5
 WHICH = slice(6, 6 + len(KNOWN_OBJECTS))
 OBJECT_STATE_DIM = 6 + len(KNOWN_OBJECTS)
 OBJECT_STATE_SCALE = np.array([0.05] * 3 + [1.0, 1.0, 0.05] + [1.0] * len(KNOWN_OBJECTS), dtype=np.float32)
+
+
+OBJECT_STATE_FEATURE = Feature(f"obs/{OBJECT_STATE}", (OBJECT_STATE_DIM,), "float32", "m, m/s, 1")
 
 
 def yaw_features(yaw: float, period: float | None) -> np.ndarray:

@@ -51,10 +51,17 @@ def state_features(view: HumanView) -> np.ndarray:
 
 def _state_config() -> PolicyConfig:
     cpu = get_preset("cpu").policy
-    return dataclasses.replace(cpu, cameras=(), proprio_dim=PROPRIO_DIM + STATE_DIM, past_frame=0, keypoints=0)
+    return dataclasses.replace(
+        cpu, cameras=(), proprio_dim=PROPRIO_DIM + STATE_DIM, past_frame=0, keypoints=0, object_state=0.0
+    )
 
 
-STATE_PRESET = Preset(_state_config(), get_preset("cpu").train, "diagnostic: object state + proprio, no cameras")
+# 3,000 steps: as measured in docs/benchmarks.md (9 min; the cpu preset's image policy needs more)
+STATE_PRESET = Preset(
+    _state_config(),
+    dataclasses.replace(get_preset("cpu").train, steps=3000),
+    "diagnostic: object state + proprio, no cameras",
+)
 
 
 def replay_states(lab: RealCell, episode: Episode, where: str) -> np.ndarray:

@@ -19,6 +19,7 @@ Failure reasons: the judge's (``missed``, ``fell_off_belt``, ``dropped``, ``wron
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -26,8 +27,22 @@ from typing import Any, Protocol, runtime_checkable
 import mujoco
 import numpy as np
 
+from r2s2r.behavior.segments import grasp_yaw_symmetry
 from r2s2r.data import Episode, Feature, Provenance, standard_features
+from r2s2r.data.features import canonical_features
+from r2s2r.data.object_state import (
+    OBJECT_STATE,
+    OBJECT_STATE_DIM,
+    OBJECT_STATE_FEATURE,
+    POSITION,
+    SPEED,
+    WHICH,
+    YAW,
+    one_hot,
+    yaw_features,
+)
 from r2s2r.errors import PlanningFailed, R2S2RError
+from r2s2r.geometry import inv_T, make_T
 from r2s2r.world.cell import SimCell
 from r2s2r.world.conditions import Condition
 
@@ -74,11 +89,24 @@ class RolloutResult:
 def sim_features(cell: SimCell) -> tuple[Feature, ...]:
     """The dataset features of episodes recorded in ``cell``."""
     m = cell.engine.model
-    return standard_features(
+    feats = standard_features(
         state_dim=mujoco.mj_stateSize(m, STATE_SPEC),
         cameras=cell.config.cameras,
         image_size=(cell.config.image_size,) * 2,
     )
+    return canonical_features([*feats, OBJECT_STATE_FEATURE])
+
+
+def object_state(cell: SimCell, object_name: str) -> np.ndarray:
+    """The simulator's truth of ``obs/object_state`` now (``r2s2r.data.object_state``; all known)."""
+    c = cell.params.conveyor.pose
+    T = inv_T(make_T(c.pos, c.quat)) @ cell.engine.object_pose()
+    out = np.empty(OBJECT_STATE_DIM, dtype=np.float32)
+    out[POSITION] = T[:3, 3]
+    out[YAW] = yaw_features(math.atan2(T[1, 0], T[0, 0]), grasp_yaw_symmetry(object_name))
+    out[SPEED] = cell.engine.belt_speed
+    out[WHICH] = one_hot(object_name)
+    return out
 
 
 def _frame_info(cell: SimCell) -> dict[str, np.ndarray]:
@@ -136,7 +164,7 @@ def rollout(
     m = cell.engine.model
     state = np.empty(mujoco.mj_stateSize(m, STATE_SPEC))
     frames: dict[str, list[np.ndarray]] = {k: [] for k in obs}
-    actions, states, infos = [], [], []
+    actions, states, infos, objects = [], [], [], []
     action, step, verdict = None, 0, cell.verdict
     while not verdict.done:
         t1 = time.perf_counter()
@@ -150,6 +178,7 @@ def rollout(
         mujoco.mj_getState(m, cell.engine.data, state, STATE_SPEC)
         states.append(state.copy())
         infos.append(_frame_info(cell) | plan.info(step))
+        objects.append(object_state(cell, condition.object))
         actions.append(action)
         t2 = time.perf_counter()
         obs, verdict = cell.step(action)
@@ -167,7 +196,11 @@ def rollout(
         if "source_demo" not in extra and getattr(plan, "source_demo", None) is not None:
             extra["source_demo"] = int(plan.source_demo)
         episode = Episode(
-            obs={**{k: np.asarray(v, dtype=np.uint8) for k, v in frames.items()}, "proprio": proprio},
+            obs={
+                **{k: np.asarray(v, dtype=np.uint8) for k, v in frames.items()},
+                "proprio": proprio,
+                OBJECT_STATE: np.asarray(objects, dtype=np.float32),
+            },
             actions=np.asarray(actions, dtype=np.float32),
             states=np.asarray(states, dtype=np.float64),
             provenance=Provenance(

@@ -6,6 +6,9 @@ that reads it):
 - ``calibrate``: lab, seed. ``r2s2r calibrate``'s outputs: grounded ``world.json``,
   ``ungrounded.json``, the mismatch report, the raw records.
 - ``demos-<n>``: lab, n, seed, image size. n teleoperated real demonstrations (``data/``).
+- ``labels-<n>``: the demos' and the calibration's hashes; only when the preset's policies learn the
+  object's state (``PolicyConfig.object_state``). The demonstrations with per-frame object-state
+  labels from their stereo pairs (``data/``); the policies train on these.
 - ``sim-<gw-gb|gw-ub|uw-gb|uw-ub>``: the calibration's hash, the demos' hash (grounded behaviour
   only), n, seed, image size, condition mix. ``data/`` with ``stats.json`` (admission, throughput).
 - ``train-<policy>``: the data stages' hashes, the preset's policy and training configs (steps,
@@ -32,6 +35,7 @@ from r2s2r import files
 from r2s2r.study.design import Design, PolicySpec, SimConfig
 from r2s2r.study.profiles import StudyProfile
 from r2s2r.study.stages import StageRecord, Stages, key_hash
+from r2s2r.train.presets import get_preset
 
 # Estimated costs on one core of the 2-core development machine, measured by the quick study of
 # docs/results (2026-12-03); only the plan's time estimate uses them.
@@ -42,6 +46,7 @@ COST_S = {
     "sim_admitted_96px": 5.0,  # seconds per admitted simulated trajectory, its rejected attempts included
     "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},  # one optimiser step on one torch thread
     "trial_fill": 0.8,  # fraction of the time limit an average trial runs
+    "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
 }
 
 
@@ -98,6 +103,15 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
         out.append(PlannedStage(demos[n], key, run, est, f"{n} real demos"))
     real = next(s for s in out if s.name == demos[p.n_real])  # the grounded behaviour's sources
     real_dir, cal_dir = stages.dir(real.name, real.key), stages.dir("calibrate", cal_key)
+    train_data = dict(demos)  # n_real -> the stage whose data/ the policies train on
+    if get_preset(p.preset).policy.object_state:
+        for n, name in demos.items():
+            d = next(s for s in out if s.name == name)
+            key = {"stage": "labels", "demos": d.hash, "calibrate": key_hash(cal_key), "version": version}
+            src = stages.dir(d.name, d.key)
+            run = lambda f, src=src: steps.label(f, src, cal_dir, console)  # noqa: E731
+            train_data[n] = f"labels-{n}"
+            out.append(PlannedStage(train_data[n], key, run, n * COST_S["label_demo"], f"object labels of {n} demos"))
     sims: dict[str, str] = {}
     for cfg in design.sim_configs:
         key = {
@@ -118,7 +132,7 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
     by_name = {s.name: s for s in out}
     policies: dict[str, tuple[str, str]] = {}
     for pol in design.policies:
-        train_stage, eval_stage = _policy_stages(pol, p, by_name, demos, sims, stages, workers, console)
+        train_stage, eval_stage = _policy_stages(pol, p, by_name, train_data, sims, stages, workers, console)
         out += [train_stage, eval_stage]
         by_name.update({train_stage.name: train_stage, eval_stage.name: eval_stage})
         policies[pol.name] = (train_stage.name, eval_stage.name)

@@ -56,6 +56,17 @@ def collect(folder: Path, p: StudyProfile, n: int, workers: int, console: Consol
     return {"demos": stats.demos, "attempts": stats.attempts, "failures": stats.failures, "safety": stats.safety}
 
 
+def label(folder: Path, demos_dir: Path, cal_dir: Path, console: Console) -> dict[str, Any]:
+    from r2s2r.behavior.object_labels import label_with_progress
+    from r2s2r.data import Dataset
+    from r2s2r.world.params import WorldParams
+
+    world = WorldParams.load(cal_dir / "world.json")
+    label_with_progress(demos_dir / DATA, world, folder / DATA, console)
+    with Dataset(folder / DATA) as ds:
+        return {"episodes": len(ds), "frames": ds.num_frames, "world": world.content_hash()}
+
+
 def simulate(
     folder: Path, p: StudyProfile, cfg: SimConfig, cal_dir: Path, real_dir: Path, workers: int, console: Console
 ) -> dict[str, Any]:
