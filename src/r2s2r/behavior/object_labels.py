@@ -22,8 +22,8 @@ from rich.console import Console
 
 from r2s2r.behavior.segments import grasp_yaw_symmetry
 from r2s2r.behavior.sources import SourceDemo, flange_poses, prepare_source
-from r2s2r.data import Dataset, DatasetWriter, Episode
-from r2s2r.data.features import canonical_features
+from r2s2r.data import Dataset, Episode
+from r2s2r.data.derive import derive_dataset
 from r2s2r.data.object_state import (
     OBJECT_STATE,
     OBJECT_STATE_DIM,
@@ -71,22 +71,18 @@ def label_demonstrations(
     with Dataset(demos) as src:
         if f"obs/{OBJECT_STATE}" in src.features:
             raise R2S2RError(f"{demos}: already carries obs/{OBJECT_STATE} labels")
-        features = canonical_features([*src.features.values(), OBJECT_STATE_FEATURE])
-        info = {"kind": "demonstrations with object-state labels", "demos": str(demos)}
         dt = 1.0 / src.control_rate_hz
-        with DatasetWriter(out, features, control_rate_hz=src.control_rate_hz, info=info) as writer:
-            done = writer.keys()
-            for i in range(len(src)):
-                ep = src.episode(i)
-                if ep.provenance.key in done:
-                    continue
-                prepared = prepare_source(ep, i, world, control_dt=dt)
-                labels = object_labels(prepared, ep.obs["proprio"], world)
-                obs = {**ep.obs, OBJECT_STATE: labels}
-                writer.add(Episode(obs, ep.actions, ep.states, ep.provenance, ep.datagen_info, ep.extras))
-                if on_episode is not None:
-                    on_episode(i + 1, len(src))
-    return out
+
+    def label(i: int, ep: Episode) -> Episode:
+        labels = object_labels(prepare_source(ep, i, world, control_dt=dt), ep.obs["proprio"], world)
+        return Episode(
+            {**ep.obs, OBJECT_STATE: labels}, ep.actions, ep.states, ep.provenance, ep.datagen_info, ep.extras
+        )
+
+    info = {"kind": "demonstrations with object-state labels", "demos": str(demos)}
+    return derive_dataset(
+        demos, out, lambda src: [*src.features.values(), OBJECT_STATE_FEATURE], label, info, on_episode
+    )
 
 
 def label_with_progress(demos: Path, world: WorldParams, out: Path, console: Console) -> Path:

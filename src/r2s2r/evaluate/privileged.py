@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from r2s2r.data import Dataset, DatasetWriter, Episode, standard_features
+from r2s2r.data import Episode, standard_features
+from r2s2r.data.derive import derive_dataset
 from r2s2r.errors import R2S2RError
 from r2s2r.lab.real_cell import HumanView, RealCell
 from r2s2r.policy.config import PolicyConfig
@@ -96,20 +97,14 @@ def write_state_dataset(
     if lab.policy_cameras:
         raise R2S2RError(f"write_state_dataset: the replay lab renders {lab.policy_cameras}; give it no cameras")
     features = standard_features(state_dim=PROPRIO_DIM, cameras=(), proprio_dim=PROPRIO_DIM + STATE_DIM)
-    with Dataset(demos) as src:
-        info = {"kind": "privileged-state diagnostic", "demos": str(demos), "lab": repr(lab)}
-        with DatasetWriter(out, features, control_rate_hz=src.control_rate_hz, info=info) as writer:
-            done = writer.keys()
-            for i in range(len(src)):
-                ep = src.episode(i)
-                if ep.provenance.key in done:
-                    continue
-                states = replay_states(lab, ep, f"{demos} episode {i}")
-                proprio = np.concatenate([ep.obs["proprio"], states], axis=1).astype(np.float32)
-                writer.add(Episode({"proprio": proprio}, ep.actions, ep.states, ep.provenance))
-                if on_episode is not None:
-                    on_episode(i + 1, len(src))
-    return out
+
+    def with_states(i: int, ep: Episode) -> Episode:
+        states = replay_states(lab, ep, f"{demos} episode {i}")
+        proprio = np.concatenate([ep.obs["proprio"], states], axis=1).astype(np.float32)
+        return Episode({"proprio": proprio}, ep.actions, ep.states, ep.provenance)
+
+    info = {"kind": "privileged-state diagnostic", "demos": str(demos), "lab": repr(lab)}
+    return derive_dataset(demos, out, lambda _: features, with_states, info, on_episode)
 
 
 @dataclass(frozen=True)
