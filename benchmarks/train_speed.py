@@ -32,6 +32,8 @@ from rich.console import Console
 from rich.table import Table
 
 from r2s2r.data import DatasetWriter, standard_features, synthetic_episode
+from r2s2r.data.features import canonical_features
+from r2s2r.data.object_state import OBJECT_STATE_FEATURE
 from r2s2r.policy import count_parameters, load_policy
 from r2s2r.train import get_preset, train
 from r2s2r.train.distributed import DistInfo
@@ -41,7 +43,8 @@ from r2s2r.train.sources import open_sources
 
 
 def write(path: Path, episodes: int, frames: int, source: str, seed: int) -> Path:
-    feats = standard_features(state_dim=60)
+    # with the object-state feature: the cpu preset learns it as an auxiliary target
+    feats = canonical_features([*standard_features(state_dim=60), OBJECT_STATE_FEATURE])
     with DatasetWriter(path, feats, 10.0, shard_episodes=8) as w:
         for k in range(episodes):
             w.add(synthetic_episode(feats, frames, np.random.default_rng(seed + k), key=k, source=source))
