@@ -35,6 +35,7 @@ from r2s2r.data import DatasetWriter, standard_features, synthetic_episode
 from r2s2r.data.features import canonical_features
 from r2s2r.data.object_state import OBJECT_STATE_FEATURE
 from r2s2r.policy import count_parameters, load_policy
+from r2s2r.policy.policy import obs_keys
 from r2s2r.train import get_preset, train
 from r2s2r.train.distributed import DistInfo
 from r2s2r.train.loop import TrainingRun
@@ -69,6 +70,7 @@ def floor_steps_per_s(real: Path, sim: Path, out: Path, preset, steps: int) -> f
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="cpu")
+    ap.add_argument("--object-state", type=float, default=None, help="auxiliary object-state weight (default: preset)")
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--episodes", type=int, default=10)
@@ -78,6 +80,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     console = Console()
     base = get_preset(args.preset)
+    if args.object_state is not None:
+        base = dataclasses.replace(base, policy=dataclasses.replace(base.policy, object_state=args.object_state))
     log_every = max(1, args.steps // 6)
     preset = dataclasses.replace(
         base,
@@ -104,8 +108,12 @@ def main() -> None:
         latency = {}
         for b in (1, 50):
             s = policy.image_size
-            obs = {c: rng.integers(0, 256, size=(b, s, s, 3), dtype=np.uint8) for c in policy.cameras}
-            obs["proprio"] = rng.normal(size=(b, 27)).astype(np.float32)
+            obs = {  # every entry the policy reads (with past_frame: past/<camera>, past/proprio too)
+                k: rng.normal(size=(b, 27)).astype(np.float32)
+                if k.endswith("proprio")
+                else rng.integers(0, 256, size=(b, s, s, 3), dtype=np.uint8)
+                for k in obs_keys(policy.config)
+            }
             policy.predict_chunk(obs, rng)
             times = []
             for _ in range(args.repeats):
