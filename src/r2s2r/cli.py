@@ -93,6 +93,8 @@ def demos_collect(
     workers: int = 1,
     image_size: int = 48,
     max_attempts: int | None = None,
+    perturb_std: float = 0.0,
+    perturb_tau: float = 0.5,
 ) -> None:
     """Collect N successful teleoperated demonstrations on the lab twin (resumes an existing DIR).
 
@@ -104,15 +106,20 @@ def demos_collect(
         workers: Lab processes collecting in parallel.
         image_size: Side of the recorded policy images, px: the training preset's (48 for cpu, 96 for gpu).
         max_attempts: Give up after this many attempts (default 4 N).
+        perturb_std: DART: std (rad) of a drifting offset added to the arm targets sent to the robot,
+            not to the recorded actions, so the demos show the way back to the path (0: none).
+        perturb_tau: DART: correlation time of that offset, s.
     """
     from rich.console import Console
 
     from r2s2r.behavior.demos import DemoConfig, collect_demos
+    from r2s2r.behavior.perturb import Perturbation
     from r2s2r.lab.twin import LabTwin
     from r2s2r.progress import count_progress
     from r2s2r.world.cell import CellConfig
 
-    config = DemoConfig(n=n, seed=seed, workers=workers, max_attempts=max_attempts)
+    perturb = Perturbation(perturb_std, perturb_tau) if perturb_std else None
+    config = DemoConfig(n=n, seed=seed, workers=workers, max_attempts=max_attempts, perturb=perturb)
     output_dir(out, "a dataset folder", "--out", create=False)
     cell = LabTwin(lab, CellConfig(image_size=image_size))
     console = Console(stderr=True)

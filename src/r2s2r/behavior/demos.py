@@ -5,7 +5,9 @@ from ``(s, k)`` only, so a collection is reproducible and resumes without loss o
 the dataset stores successful attempts under key ``k``, and a rerun continues after the last one.
 Demonstrations only use nominal conditions. Episodes pair the observation at step t with the
 action of step t as it reached the robot (``RealCell.last_command``: after the safety filter, which
-the teleoperation system's own rate and range limits keep from changing anything); for real data
+the teleoperation system's own rate and range limits keep from changing anything). With a
+``Perturbation`` (DART, ``r2s2r.behavior.perturb``) the robot is sent the command plus a small
+drifting offset and the action recorded is the operator's command: the way back to the path. For real data
 ``states`` is the proprioception (no simulator state exists).
 Each demonstration also keeps its first frame's full-resolution head stereo pair as episode extras
 (``STEREO_EXTRAS``: the head cameras' frames captured right after the reset, before any action), for
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from r2s2r.behavior.perturb import ArmPerturber, Perturbation
 from r2s2r.behavior.teleop import Operator, OperatorConfig
 from r2s2r.data import DatasetWriter, Episode, Provenance, standard_features
 from r2s2r.errors import ConfigError, R2S2RError
@@ -34,6 +37,8 @@ from r2s2r.world.params import WorldParams
 
 HEAD_STEREO = ("head_left", "head_right")
 STEREO_EXTRAS = {cam: f"{cam}_full" for cam in HEAD_STEREO}  # camera -> extras key
+APPROACH = ("wait", "reach")  # operator phases a perturbation acts in (it fades out from the descent)
+_PERTURB_SALT = 0xDA27  # separates the perturbation's draws from the attempt's
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,7 @@ class DemoConfig:
     max_attempts: int | None = None  # give up after this many attempts (default 4 n)
     workers: int = 1  # lab processes collecting in parallel (each a copy of the same lab twin)
     operator: OperatorConfig = OperatorConfig()
+    perturb: Perturbation | None = None  # DART noise on the sent arm targets (None: the clean commands are sent)
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -76,7 +82,7 @@ class DemoStats:
         return self.demos / max(self.attempts, 1)
 
 
-def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attempt:
+def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int, perturb: Perturbation | None = None) -> Attempt:
     """One teleoperated attempt; records the episode of a success."""
     rng = np.random.default_rng([seed, key])
     cond = sample_condition("nominal", rng)
@@ -84,6 +90,11 @@ def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attem
     obs = lab.reset(cond, seed=trial_seed)
     stereo = {key: lab.capture(cam) for cam, key in STEREO_EXTRAS.items()}
     operator.start(lab.read_encoders("right")[:7], rng)
+    send = None
+    if perturb is not None:  # its own stream: the condition and the operator draw as without it
+        noise = np.random.default_rng([seed, key, _PERTURB_SALT])
+        start = lab.last_command("right")
+        send = ArmPerturber(perturb, lab.control_dt, noise, operator.arm_lo, operator.arm_hi, operator.max_step, start)
     filtered = lab.safety_report()
     frames: dict[str, list[np.ndarray]] = {k: [] for k in obs}
     actions = []
@@ -91,9 +102,10 @@ def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int) -> Attem
         action = operator.act(lab.human_view(), lab.time).astype(np.float32)
         for k, v in obs.items():
             frames[k].append(v)
-        obs = lab.act(action)
-        # the command that reached the robot; float32 as sent, so a replay repeats the trial
-        actions.append(lab.last_command("right").astype(np.float32))
+        obs = lab.act(action if send is None else send(action, operator.phase in APPROACH))
+        # the operator's command as it reached the robot (float32 as sent, so a replay repeats the
+        # trial); with a perturbation the robot got it plus the offset, and the label stays the command
+        actions.append(lab.last_command("right").astype(np.float32) if send is None else action)
     verdict = lab.verdict()
     after = lab.safety_report()
     safety = {k: after[k] - filtered.get(k, 0) for k in after if after[k] != filtered.get(k, 0)}
@@ -127,15 +139,15 @@ def make_operator(lab: RealCell, config: OperatorConfig) -> Operator:
 _WORKER: dict = {}  # per worker process: its own lab and operator (never shared across processes)
 
 
-def _worker_init(lab_seed: int, cell: CellConfig, operator: OperatorConfig) -> None:
+def _worker_init(lab_seed: int, cell: CellConfig, operator: OperatorConfig, perturb: Perturbation | None) -> None:
     from r2s2r.lab.twin import LabTwin
 
     lab = LabTwin(lab_seed, cell)
-    _WORKER["lab"], _WORKER["op"] = lab, make_operator(lab, operator)
+    _WORKER["lab"], _WORKER["op"], _WORKER["perturb"] = lab, make_operator(lab, operator), perturb
 
 
 def _worker_attempt(seed: int, key: int) -> Attempt:
-    return run_attempt(_WORKER["lab"], _WORKER["op"], seed, key)
+    return run_attempt(_WORKER["lab"], _WORKER["op"], seed, key, _WORKER["perturb"])
 
 
 def collect_demos(
@@ -153,6 +165,8 @@ def collect_demos(
     max_attempts = config.max_attempts or 4 * config.n
     features = standard_features(state_dim=27, cameras=lab.policy_cameras, image_size=(lab.image_size,) * 2)
     info = {"kind": "teleop demonstrations", "lab": repr(lab), "seed": config.seed}
+    if config.perturb is not None:
+        info["perturb"] = dataclasses.asdict(config.perturb)
     t0 = time.perf_counter()
     failures: dict[str, int] = {}
     safety: dict[str, int] = {}
@@ -188,14 +202,15 @@ def collect_demos(
         if config.workers == 1:
             operator = make_operator(lab, config.operator)
             for key in range(next_key, max_attempts):
-                if commit(run_attempt(lab, operator, config.seed, key)):
+                if commit(run_attempt(lab, operator, config.seed, key, config.perturb)):
                     break
         else:
             if lab_seed is None:
                 raise ConfigError("collect_demos: workers > 1 needs the lab twin's seed to start worker labs")
             cell = CellConfig(image_size=lab.image_size, cameras=lab.policy_cameras)
             ctx = multiprocessing.get_context("spawn")
-            with cf.ProcessPoolExecutor(config.workers, ctx, _worker_init, (lab_seed, cell, config.operator)) as pool:
+            init = (lab_seed, cell, config.operator, config.perturb)
+            with cf.ProcessPoolExecutor(config.workers, ctx, _worker_init, init) as pool:
                 pending: dict[int, cf.Future] = {}
                 key, finished = next_key, False
                 while not finished and (pending or key < max_attempts):

@@ -87,9 +87,9 @@ class Operator:
         self.T_world_base = make_T(base.pos, base.quat)
         self._hand_lo, self._hand_hi = hand_joint_ranges().T
         margin = SafetyLimits().joint_margin + 1e-3  # inside the safety filter's range, float32 rounding included
-        self._arm_lo = np.asarray(rizon.JOINT_RANGE)[:, 0] + margin
-        self._arm_hi = np.asarray(rizon.JOINT_RANGE)[:, 1] - margin
-        self._max_step = np.asarray(rizon.VELOCITY_LIMIT) * config.speed_fraction * config.control_dt
+        self.arm_lo = np.asarray(rizon.JOINT_RANGE)[:, 0] + margin
+        self.arm_hi = np.asarray(rizon.JOINT_RANGE)[:, 1] - margin
+        self.max_step = np.asarray(rizon.VELOCITY_LIMIT) * config.speed_fraction * config.control_dt
 
     def start(self, q_arm: np.ndarray, rng: np.random.Generator) -> None:
         c = self.config
@@ -209,8 +209,8 @@ class Operator:
         res = self.ik.solve(self.T_base_world @ T_world_palm, self.q)
         if res.ok or res.pos_err < 0.01:
             # the teleoperation system sends only what the robot may execute: rated speed, joint ranges
-            step = np.clip(res.q - self.q, -self._max_step, self._max_step)
-            self.q = np.clip(self.q + step, self._arm_lo, self._arm_hi)
+            step = np.clip(res.q - self.q, -self.max_step, self.max_step)
+            self.q = np.clip(self.q + step, self.arm_lo, self.arm_hi)
         else:  # out of reach: the arm stays where it was, as a person's tracked wrist would stall
             self.ik_failures += 1
         glove = np.clip(self.glove + self.glove_jitter, self._hand_lo, self._hand_hi)
