@@ -146,6 +146,10 @@ def main() -> None:
         help="weight of the image policy's auxiliary object-state loss (needs labelled --demos: r2s2r demos label)",
     )  # fmt: skip
     ap.add_argument(
+        "--no-past-proprio", action="store_true",
+        help="leave the earlier joint positions out of the image policy's past frame (PolicyConfig.past_proprio)",
+    )  # fmt: skip
+    ap.add_argument(
         "--references",
         nargs="*",
         default=["hold", "scripted"],
@@ -163,6 +167,8 @@ def main() -> None:
     steps = args.steps or p.train.steps
     keep = steps // p.train.checkpoint_every + 1  # every checkpoint, so the --at ones stay
     policy = p.policy if args.object_state is None else dataclasses.replace(p.policy, object_state=args.object_state)
+    if args.no_past_proprio:
+        policy = dataclasses.replace(policy, past_proprio=False)
     train_cfg = dataclasses.replace(p.train, steps=steps, keep_checkpoints=keep)
     preset = dataclasses.replace(p, policy=policy, train=train_cfg)
     run = args.out / "run"

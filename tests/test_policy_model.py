@@ -12,6 +12,7 @@ from r2s2r.errors import R2S2RError
 from r2s2r.policy import PolicyConfig, RecedingHorizon, count_parameters, resize_images
 from r2s2r.policy.horizon import ChunkEnsemble
 from r2s2r.policy.model import FlowTransformer
+from r2s2r.policy.policy import obs_keys
 from r2s2r.train import PRESETS
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -36,9 +37,24 @@ def test_every_preset_builds_and_gives_a_finite_loss_and_chunk(name):
     assert count_parameters(model) > 0
 
 
+def test_a_past_frame_without_past_proprio_reads_the_earlier_images_only():
+    cfg = PolicyConfig(cameras=("head_left",), image_size=16, token_grid=2, width=32, past_frame=3, past_proprio=False)
+    assert obs_keys(cfg) == ("head_left", "proprio", "past/head_left")
+    torch.manual_seed(0)
+    model = FlowTransformer(cfg).eval()
+    images = {k: torch.randint(0, 256, (2, 16, 16, 3), dtype=torch.uint8) for k in ("head_left", "past/head_left")}
+    proprio = torch.randn(2, cfg.proprio_dim)
+    with torch.no_grad():
+        tokens = model.encode(images, proprio)
+        assert tokens.shape == (2, 2 * cfg.tokens_per_camera + 1, cfg.width)  # no earlier-joints token
+        moved = dict(images, **{"past/head_left": torch.zeros_like(images["past/head_left"])})
+        assert not torch.allclose(model.encode(moved, proprio), tokens)  # the earlier image is read
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
+        (dict(past_proprio=1), "past_proprio"),
         (dict(execute_steps=20), "exceeds action_horizon"),
         (dict(image_size=8), "smaller than token_grid"),
         (dict(width=130, heads=4), "divisible by heads"),

@@ -33,7 +33,10 @@ class PolicyConfig:
     ``past_frame`` = d > 0 adds the observation of d control steps earlier (clamped at the episode's
     start): its camera tokens (the same encoders) and proprio token, each plus a learned "past"
     embedding. A single frame does not show the belt's speed (0.05-0.10 m/s in nominal trials), which
-    decides where the object will be when the hand arrives; two frames do.
+    decides where the object will be when the hand arrives; two frames do. ``past_proprio = False``
+    leaves the earlier joint positions out (the earlier images stay): with them the policy can read
+    its own arm's velocity and continue it, the "copycat" shortcut of behaviour cloning from
+    observation histories (Wen et al. 2020), instead of following the object.
 
     ``object_state`` = w > 0 adds an auxiliary loss: a small head predicts the object's state
     (``r2s2r.data.object_state``: position in the belt frame, yaw, belt speed, which object) from the
@@ -61,6 +64,7 @@ class PolicyConfig:
     time_min: float = 0.001
     normalization: str = "quantile"
     past_frame: int = 0
+    past_proprio: bool = True  # with past_frame: also the earlier joint positions
     keypoints: int = 0  # K spatial-softmax keypoints per camera, one more token (see CameraEncoder)
     object_state: float = 0.0  # weight of the auxiliary object-state loss (0: none)
 
@@ -87,6 +91,8 @@ class PolicyConfig:
             _positive(name, getattr(self, name))
         if isinstance(self.past_frame, bool) or not isinstance(self.past_frame, int) or self.past_frame < 0:
             raise ConfigError(f"PolicyConfig.past_frame: expected an integer >= 0, got {self.past_frame!r}")
+        if not isinstance(self.past_proprio, bool):
+            raise ConfigError(f"PolicyConfig.past_proprio: expected true or false, got {self.past_proprio!r}")
         if isinstance(self.keypoints, bool) or not isinstance(self.keypoints, int) or self.keypoints < 0:
             raise ConfigError(f"PolicyConfig.keypoints: expected an integer >= 0, got {self.keypoints!r}")
         if isinstance(self.object_state, bool) or not isinstance(self.object_state, int | float):

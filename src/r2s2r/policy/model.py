@@ -61,14 +61,15 @@ class FlowTransformer(nn.Module):
             self.register_buffer("object_scale", torch.tensor(OBJECT_STATE_SCALE), persistent=False)
 
     def encode(self, images: Mapping[str, torch.Tensor], proprio: torch.Tensor) -> torch.Tensor:
-        """With ``past_frame``, ``images`` also holds ``past/<camera>`` and ``proprio`` is (B, 2 P):
-        the current then the earlier joint positions (normalised)."""
+        """With ``past_frame``, ``images`` also holds ``past/<camera>`` and, with ``past_proprio``,
+        ``proprio`` is (B, 2 P): the current then the earlier joint positions (normalised)."""
         p = self.config.proprio_dim
         tokens = [self.cameras[c](images[c]) for c in self.config.cameras]
         tokens.append(self.proprio(proprio[:, :p])[:, None])
         if self.config.past_frame:
             tokens += [self.cameras[c](images[PAST + c]) + self.past for c in self.config.cameras]
-            tokens.append(self.proprio(proprio[:, p:])[:, None] + self.past)
+            if self.config.past_proprio:
+                tokens.append(self.proprio(proprio[:, p:])[:, None] + self.past)
         return self.encoder(torch.cat(tokens, dim=1))
 
     @staticmethod

@@ -17,7 +17,8 @@ from r2s2r.policy.protocol import PAST
 def obs_keys(config: PolicyConfig) -> tuple[str, ...]:
     """The observation entries ``config``'s policy reads (``past/...`` ones with ``past_frame``)."""
     now = (*config.cameras, "proprio")
-    return (*now, *(PAST + k for k in now)) if config.past_frame else now
+    past = (*config.cameras, "proprio") if config.past_proprio else config.cameras
+    return (*now, *(PAST + k for k in past)) if config.past_frame else now
 
 
 def model_inputs(
@@ -26,7 +27,7 @@ def model_inputs(
     """(images, normalised proprio) for ``FlowTransformer.encode`` from an observation of tensors."""
     images = {k: v for k, v in obs.items() if k in obs_keys(config) and not k.endswith("proprio")}
     proprio = normalizer.normalize(PROPRIO, obs["proprio"])
-    if config.past_frame:
+    if config.past_frame and config.past_proprio:
         proprio = torch.cat([proprio, normalizer.normalize(PROPRIO, obs[PAST + "proprio"])], dim=1)
     return images, proprio
 
