@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from r2s2r.behavior.demos import make_operator, run_attempt
 from r2s2r.behavior.perturb import ArmPerturber, Perturbation
 from r2s2r.behavior.teleop import OperatorConfig
+from r2s2r.cli import main
 from r2s2r.errors import ConfigError
 from r2s2r.lab.twin import LabTwin
 from r2s2r.world.cell import CellConfig
@@ -60,6 +61,16 @@ def test_offset_fades_out_after_the_approach():
 def test_bad_perturbations_are_refused(bad):
     with pytest.raises(ConfigError, match="perturbation"):
         Perturbation(**bad)
+
+
+@pytest.mark.parametrize("flag, value", [("--perturb-std", "-0.1"), ("--perturb-tau", "0")])
+def test_demos_collect_refuses_a_bad_perturbation(tmp_path, capsys, flag, value):
+    args = ["demos", "collect", "--out", str(tmp_path / "demos"), "--n", "1"]
+    if flag == "--perturb-tau":
+        args += ["--perturb-std", "0.05"]
+    assert main([*args, flag, value]) == 2
+    assert f"perturbation {flag.removeprefix('--perturb-')}" in capsys.readouterr().err
+    assert not (tmp_path / "demos").exists()  # refused before any lab or folder was made
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 
 A policy cloned from clean demonstrations only ever saw states on the operator's path; closed loop,
 its small errors take it off that path, where it has no data and its errors compound (measured on
-lab 0: the cloned policy's hand fell 5-12 cm behind the object on the belt by the grasp, while
+lab 0: the cloned policy's hand was up to 12 cm behind the object on the belt at the grasp, while
 open loop on held-out demonstration frames it was nearly right). DART's answer: while collecting,
 the teleoperation system adds a small, slowly varying offset to the arm joint targets it sends, so
 the robot drifts off the operator's path the way a policy would; the operator, watching the cell,
@@ -33,7 +33,7 @@ from r2s2r.errors import ConfigError
 class Perturbation:
     """Noise added to the arm joint targets sent during a demonstration (not to the recorded action)."""
 
-    std: float = 0.04  # rad: stationary standard deviation of each arm joint's offset
+    std: float = 0.06  # rad: stationary standard deviation of each arm joint's offset (lab 0's DART demos)
     tau: float = 0.5  # s: correlation time of the offset
     fade: float = 0.5  # s: the offset's fade-out once the approach ends
 
