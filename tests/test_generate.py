@@ -17,6 +17,7 @@ from r2s2r.data import Dataset, check_dataset
 from r2s2r.data.episode import datagen_leaves
 from r2s2r.errors import ConfigError, R2S2RError
 from r2s2r.generate.attempt import BehaviorInputs, GenerationSpec
+from r2s2r.generate.executors import LocalExecutor
 from r2s2r.generate.mix import ConditionMix
 from r2s2r.generate.one import BEHAVIORS
 from r2s2r.generate.run import RunConfig, generate, read_log
@@ -86,6 +87,33 @@ def test_resuming_with_other_settings_is_refused(reference, tmp_path):
     stats = generate(out, _spec(), RunConfig(n=2), INFO)  # same settings, larger n: continues
     assert stats["admitted"] == 2 and len(stats["sessions"]) == 2
     assert _fingerprint(out) == _fingerprint(reference[0])[:2]
+
+
+def test_a_pool_broken_while_idle_is_rebuilt_before_new_work(reference):
+    """A worker killed between attempts breaks the pool before any future fails: the next
+    submit is refused, and the executor must rebuild the pool rather than stop the run."""
+    executor = LocalExecutor(_spec(), workers=2)
+
+    def keys():
+        yield from range(executor.window)  # asked for before the pool starts its workers
+        pool = executor._pool  # private: the fault is injected into this very pool
+        for pid in list(pool._processes):
+            os.kill(pid, signal.SIGKILL)
+        t0 = time.monotonic()
+        while not pool._broken and time.monotonic() - t0 < 30:
+            time.sleep(0.01)
+        assert pool._broken, "the pool did not notice its dead workers"
+        yield executor.window  # asked for once the first record is out: the pool is broken by now
+
+    try:
+        records = list(executor.results(keys()))
+    finally:
+        executor.close()
+    assert [r.key for r in records] == list(range(executor.window + 1)) and executor.restarts == 1
+    want = read_log(reference[0])  # the same keys give the same attempts as the serial run
+    fields = ("key", "success", "failure", "steps")
+    got = [{f: r.log_entry()[f] for f in fields} for r in records[: len(want)]]
+    assert got == [{f: e[f] for f in fields} for e in want[: len(records)]]
 
 
 def _children(pid: int) -> list[int]:

@@ -97,27 +97,43 @@ class LocalExecutor:
         running: dict[cf.Future, int] = {}
         keys = iter(keys)
         while True:
-            for key in q.take(keys, self.window):
-                running[self._pool.submit(_run_in_process, key)] = key
-            if not running:
+            broken = not self._submit(q.take(keys, self.window), running)
+            if not running and not broken:
                 return
-            finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
-            broken = False
-            for f in finished:
-                key = running.pop(f)
-                try:
-                    q.done[key] = f.result()
-                except BrokenProcessPool:
-                    broken = True
-            if broken:  # every attempt in flight is lost with the pool: run them again on a new one
+            if not broken:  # a pool that broke while idle refuses new work before any future fails
+                cf.wait(running, return_when=cf.FIRST_COMPLETED)
+            broken |= self._collect(running, q)
+            while broken:  # every attempt in flight is lost with the pool: run them again on a new one
                 lost = [k for k in q.order if k not in q.done]
                 for k in lost:
                     q.retry(k, "a worker process died")
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = self._new_pool()
                 self.restarts += 1
-                running = {self._pool.submit(_run_in_process, k): k for k in lost}
+                running = {}
+                broken = not self._submit(lost, running)
             yield from q.ready()
+
+    def _submit(self, keys: list[int], running: dict[cf.Future, int]) -> bool:
+        """Hand ``keys`` to the pool; False if the pool is broken (the keys not taken stay lost)."""
+        for key in keys:
+            try:
+                running[self._pool.submit(_run_in_process, key)] = key
+            except BrokenProcessPool:
+                return False
+        return True
+
+    @staticmethod
+    def _collect(running: dict[cf.Future, int], q: _Ordered) -> bool:
+        """Move finished futures' records into ``q``; True if one failed with the pool."""
+        broken = False
+        for f in [f for f in running if f.done()]:
+            key = running.pop(f)
+            try:
+                q.done[key] = f.result()
+            except BrokenProcessPool:
+                broken = True
+        return broken
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
