@@ -114,7 +114,10 @@ def _privileged(args) -> dict:
     write_state_dataset(args.demos, states, replay_lab, show)
     print(f"state dataset in {time.time() - t0:.0f} s", flush=True)
     run = args.out / "state-run"
-    vals = _train(args, STATE_PRESET, states, run)
+    preset = STATE_PRESET
+    if args.delta_arm:
+        preset = dataclasses.replace(preset, policy=dataclasses.replace(preset.policy, delta_arm=True))
+    vals = _train(args, preset, states, run)
     best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else vals[-1]["step"]
     v = next((r for r in vals if r["step"] == best), {})
     return {
@@ -150,6 +153,11 @@ def main() -> None:
         help="leave the earlier joint positions out of the image policy's past frame (PolicyConfig.past_proprio)",
     )  # fmt: skip
     ap.add_argument(
+        "--delta-arm", action="store_true",
+        help="image and privileged policies: arm targets relative to the current joints (PolicyConfig.delta_arm)",
+    )  # fmt: skip
+    ap.add_argument("--no-image", action="store_true", help="only the reference rungs (no image policy)")
+    ap.add_argument(
         "--references",
         nargs="*",
         default=["hold", "scripted"],
@@ -169,10 +177,12 @@ def main() -> None:
     policy = p.policy if args.object_state is None else dataclasses.replace(p.policy, object_state=args.object_state)
     if args.no_past_proprio:
         policy = dataclasses.replace(policy, past_proprio=False)
+    if args.delta_arm:
+        policy = dataclasses.replace(policy, delta_arm=True)
     train_cfg = dataclasses.replace(p.train, steps=steps, keep_checkpoints=keep)
     preset = dataclasses.replace(p, policy=policy, train=train_cfg)
     run = args.out / "run"
-    vals = {r["step"]: r for r in _train(args, preset, args.demos, run)}
+    vals = {} if args.no_image else {r["step"]: r for r in _train(args, preset, args.demos, run)}
     best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else steps
     rows: list[dict] = []
     hold = next(iter(vals.values()), {})
@@ -186,7 +196,7 @@ def main() -> None:
                 **_evaluate(args, "hold", HoldStill()),
             }
         )
-    for step in [*sorted(s for s in args.at if s in vals and s != best), best]:
+    for step in [] if args.no_image else [*sorted(s for s in args.at if s in vals and s != best), best]:
         v = vals.get(step, {})
         name = f"image@{step}" + (" (best)" if step == best else "")
         policy = load_policy(run / step_name(step))

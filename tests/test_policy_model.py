@@ -55,6 +55,7 @@ def test_a_past_frame_without_past_proprio_reads_the_earlier_images_only():
     "change, message",
     [
         (dict(past_proprio=1), "past_proprio"),
+        (dict(delta_arm="yes"), "delta_arm"),
         (dict(execute_steps=20), "exceeds action_horizon"),
         (dict(image_size=8), "smaller than token_grid"),
         (dict(width=130, heads=4), "divisible by heads"),

@@ -8,10 +8,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from r2s2r.data import Dataset, DatasetWriter, WindowSampler, standard_features, synthetic_episode
+from r2s2r.data.stats import pooled_stats
 from r2s2r.errors import R2S2RError
 from r2s2r.policy import ChunkPolicy, load_policy
+from r2s2r.policy.normalize import (
+    ARM_DIMS,
+    NORMALIZED,
+    Normalizer,
+    decode_actions,
+    encode_actions,
+    normalized_dims,
+    policy_stats,
+)
 from r2s2r.train import Mixture, apportion, get_preset, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -252,11 +263,12 @@ def test_bad_sources_and_names_are_explained(data, tmp_path):
         assert not (tmp_path / "x").exists()
 
 
-def test_the_policy_overfits_a_handful_of_episodes(tmp_path):
+@pytest.mark.parametrize("delta_arm", [False, True])
+def test_the_policy_overfits_a_handful_of_episodes(tmp_path, delta_arm):
     feats = standard_features(state_dim=4, image_size=(16, 16))
     real = write(tmp_path / "few", feats, (10, 12, 8), "real", 50)
     p = preset(steps=500, batch_size=32, lr=2e-3, warmup_steps=20, shift_px=0, min_lr_ratio=0.01, checkpoint_every=500)
-    p = dataclasses.replace(p, policy=dataclasses.replace(p.policy, width=64))  # 30 chunks to memorise
+    p = dataclasses.replace(p, policy=dataclasses.replace(p.policy, width=64, delta_arm=delta_arm))  # 30 chunks
     train(real, [], tmp_path / "run", p)
     policy = load_policy(tmp_path / "run")
     with Dataset(real) as ds:
@@ -270,6 +282,35 @@ def test_the_policy_overfits_a_handful_of_episodes(tmp_path):
     # another draw of the noise gives nearly the same chunks: the flow has collapsed onto the data
     again = policy.predict_chunk(obs, np.random.default_rng(1))
     assert np.abs(again - batch["actions"]).mean() < 0.15 * spread
+
+
+def test_delta_arm_statistics_are_those_of_the_chunk_offsets_and_decoding_inverts_encoding(data):
+    cfg = dataclasses.replace(get_preset("tiny").policy, delta_arm=True)
+    with Dataset(data["real"]) as ds:
+        pooled = pooled_stats([ds], NORMALIZED)
+        got = policy_stats(cfg, [ds], pooled)
+        rows = []  # brute force: every (t, i) with t + i inside the episode
+        for e in range(len(ds)):
+            a, q = ds.group(e)["actions"][()], ds.group(e)["obs/proprio"][()]
+            for t in range(len(a)):
+                for i in range(min(cfg.action_horizon, len(a) - t)):
+                    rows.append(np.concatenate([a[t + i, :ARM_DIMS] - q[t, :ARM_DIMS], a[t + i, ARM_DIMS:]]))
+    want = np.asarray(rows)
+    assert np.allclose(got.features["actions"].mean, want.mean(0))
+    assert np.allclose(got.features["actions"].q99, np.quantile(want, 0.99, axis=0))
+    assert got.features["obs/proprio"] is pooled.features["obs/proprio"] and got.content_hash == pooled.content_hash
+    assert policy_stats(get_preset("tiny").policy, [], pooled) is pooled  # absolute targets: the frames' stats
+    norm = Normalizer(got, cfg.normalization, normalized_dims(cfg))
+    gen = torch.Generator().manual_seed(0)
+    actions = torch.randn(5, cfg.action_horizon, cfg.action_dim, generator=gen, dtype=torch.float64)
+    proprio = torch.randn(5, cfg.proprio_dim, generator=gen)
+    x = encode_actions(cfg, norm, actions, proprio)
+    assert torch.allclose(decode_actions(cfg, norm, x, proprio).double(), actions, atol=1e-5)
+    moved = proprio.clone()
+    moved[:, :ARM_DIMS] += 0.3  # the arm's targets follow the joints, the hand's do not
+    shift = decode_actions(cfg, norm, x, moved).double() - actions
+    assert torch.allclose(shift[..., :ARM_DIMS], torch.full_like(shift[..., :ARM_DIMS], 0.3), atol=1e-5)
+    assert torch.allclose(shift[..., ARM_DIMS:], torch.zeros_like(shift[..., ARM_DIMS:]), atol=1e-5)
 
 
 def test_cli_trains_and_resumes(data, tmp_path, capsys):

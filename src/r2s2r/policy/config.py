@@ -43,6 +43,13 @@ class PolicyConfig:
     mean of the observation tokens, trained on the frames whose dataset labels it, weighted w against
     the flow loss. The policy still acts from its cameras and joints alone; the head makes its
     encoder find the object.
+
+    ``delta_arm``: the chunk's arm targets are predicted as offsets from the arm's joint positions
+    at the observation, a[t + i] - q[t] (openpi's delta actions; the hand's stay absolute), and
+    normalised with the statistics of those offsets over the training chunks. Absolute targets are
+    normalised over the whole workspace (about +-1.5 rad per joint), so a given error of the network
+    is several times larger in radians than on offsets, which span a chunk's motion (a few tenths).
+    ``Policy`` still returns absolute targets.
     """
 
     cameras: tuple[str, ...] = DEFAULT_CAMERAS
@@ -67,6 +74,7 @@ class PolicyConfig:
     past_proprio: bool = True  # with past_frame: also the earlier joint positions
     keypoints: int = 0  # K spatial-softmax keypoints per camera, one more token (see CameraEncoder)
     object_state: float = 0.0  # weight of the auxiliary object-state loss (0: none)
+    delta_arm: bool = False  # arm targets predicted relative to the current arm joints
 
     def __post_init__(self) -> None:
         # no cameras: a proprio-only policy (the privileged-state diagnostic puts the object's state there)
@@ -91,6 +99,8 @@ class PolicyConfig:
             _positive(name, getattr(self, name))
         if isinstance(self.past_frame, bool) or not isinstance(self.past_frame, int) or self.past_frame < 0:
             raise ConfigError(f"PolicyConfig.past_frame: expected an integer >= 0, got {self.past_frame!r}")
+        if not isinstance(self.delta_arm, bool):
+            raise ConfigError(f"PolicyConfig.delta_arm: expected true or false, got {self.delta_arm!r}")
         if not isinstance(self.past_proprio, bool):
             raise ConfigError(f"PolicyConfig.past_proprio: expected true or false, got {self.past_proprio!r}")
         if isinstance(self.keypoints, bool) or not isinstance(self.keypoints, int) or self.keypoints < 0:

@@ -10,7 +10,7 @@ import torch
 from r2s2r.errors import R2S2RError
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.policy.model import FlowTransformer
-from r2s2r.policy.normalize import ACTIONS, PROPRIO, Normalizer
+from r2s2r.policy.normalize import PROPRIO, Normalizer, decode_actions
 from r2s2r.policy.protocol import PAST
 
 
@@ -98,30 +98,33 @@ class Policy:
     def past_frame(self) -> int:
         return self.config.past_frame
 
-    def _tokens(self, obs: Mapping[str, np.ndarray]) -> torch.Tensor:
+    def _tensors(self, obs: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
         check_obs(self.config, obs)
-        tensors = {
+        return {
             k: torch.from_numpy(
                 np.ascontiguousarray(obs[k]) if not k.endswith("proprio") else np.asarray(obs[k], dtype=np.float32)
             ).to(self.device)
             for k in obs_keys(self.config)
         }
+
+    def _tokens(self, tensors: Mapping[str, torch.Tensor]) -> torch.Tensor:
         return self.model.encode(*model_inputs(self.config, self.normalizer, tensors))
 
     @torch.inference_mode()
     def predict_chunk(self, obs: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
         """(B, action_horizon, action_dim) float32 joint targets (rad)."""
-        tokens = self._tokens(obs)
+        tensors = self._tensors(obs)
+        tokens = self._tokens(tensors)
         gen = torch.Generator(device=self.device).manual_seed(int(rng.integers(2**63 - 1)))
         shape = (tokens.shape[0], self.config.action_horizon, self.config.action_dim)
         noise = torch.randn(shape, generator=gen, device=self.device)
-        actions = self.normalizer.unnormalize(ACTIONS, self.model.sample(tokens, noise))
+        actions = decode_actions(self.config, self.normalizer, self.model.sample(tokens, noise), tensors["proprio"])
         return actions.cpu().numpy().astype(np.float32, copy=False)
 
     @torch.inference_mode()
     def embed(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
         """(B, width) float32 observation embedding (mean of the observation tokens), for latent analysis."""
-        return self.model.embedding(self._tokens(obs)).cpu().numpy().astype(np.float32, copy=False)
+        return self.model.embedding(self._tokens(self._tensors(obs))).cpu().numpy().astype(np.float32, copy=False)
 
     def __repr__(self) -> str:
         c = self.config

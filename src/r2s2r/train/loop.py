@@ -42,7 +42,7 @@ from r2s2r.policy.checkpoint import (
     write_checkpoint,
 )
 from r2s2r.policy.model import FlowTransformer
-from r2s2r.policy.normalize import ACTIONS, NORMALIZED, Normalizer, normalized_dims
+from r2s2r.policy.normalize import NORMALIZED, Normalizer, encode_actions, normalized_dims, policy_stats
 from r2s2r.policy.policy import model_inputs
 from r2s2r.policy.protocol import PAST
 from r2s2r.train import distributed
@@ -162,7 +162,8 @@ class TrainingRun:
 
     def _resume_or_start(self) -> Stats:
         clean_run_dir(self.out)
-        fresh = pooled_stats(list(self.sources.datasets.values()), NORMALIZED)
+        datasets = list(self.sources.datasets.values())
+        fresh = policy_stats(self.preset.policy, datasets, pooled_stats(datasets, NORMALIZED))
         if not (self.out / LATEST).is_file():
             return fresh
         ckpt, meta = read_checkpoint(self.out)
@@ -192,7 +193,7 @@ class TrainingRun:
         if batch.past_proprio is not None:
             obs[PAST + "proprio"] = torch.from_numpy(batch.past_proprio).to(dev)
         images, proprio = model_inputs(self.preset.policy, norm, obs)
-        actions = norm.normalize(ACTIONS, torch.from_numpy(batch.actions).to(dev))
+        actions = encode_actions(self.preset.policy, norm, torch.from_numpy(batch.actions).to(dev), obs["proprio"])
         noise, t = torch.from_numpy(batch.noise).to(dev), torch.from_numpy(batch.t).to(dev)
         lr = lr_at(step, self.preset.train)
         for g in self.opt.param_groups:

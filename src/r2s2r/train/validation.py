@@ -23,7 +23,7 @@ from r2s2r.data.sampler import WindowSampler
 from r2s2r.errors import ConfigError
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.policy.model import FlowTransformer
-from r2s2r.policy.normalize import ACTIONS, Normalizer
+from r2s2r.policy.normalize import Normalizer, decode_actions
 from r2s2r.policy.policy import model_inputs
 from r2s2r.policy.protocol import PAST
 from r2s2r.train.frames import FrameReader
@@ -125,7 +125,8 @@ class OpenLoopProbe:
                 sl = slice(i, i + batch)
                 obs = {k: x[sl].to(dev) for k, x in self.obs.items()}
                 tokens = model.encode(*model_inputs(self.config, normalizer, obs))
-                chunk = normalizer.unnormalize(ACTIONS, model.sample(tokens, self.noise[sl].to(dev)))
+                x = model.sample(tokens, self.noise[sl].to(dev))
+                chunk = decode_actions(self.config, normalizer, x, obs["proprio"])
                 preds.append(chunk[:, : self.steps].double().cpu().numpy())
                 if self.object_state is not None:
                     objects.append(model.object_state(tokens)[:, POSITION].double().cpu().numpy())
