@@ -61,8 +61,9 @@ def render_ms(params: WorldParams, frames: int) -> dict[tuple[str, str], float]:
     return out
 
 
-def control_cost(params: WorldParams, lab_seed: int | None, controls: int) -> tuple[float, float]:
-    """(median seconds per control step, median seconds of its floor)."""
+def control_cost(params: WorldParams, lab_seed: int | None, controls: int, observe: bool = True) -> tuple[float, float]:
+    """(median seconds per control step, median seconds of its floor); ``observe`` False: the lab's
+    ``act(observe=False)`` (what an evaluation does between re-plans), whose floor is the physics alone."""
     cond = sample_condition("nominal", np.random.default_rng(0))
     if lab_seed is None:
         cell = SimCell(params)
@@ -72,7 +73,7 @@ def control_cost(params: WorldParams, lab_seed: int | None, controls: int) -> tu
     else:
         cell = LabTwin(lab_seed)
         cell.reset(cond, 0)
-        act = cell.act
+        act = cell.act if observe else lambda a: cell.act(a, observe=False)
         engine = None
     a = home_command()
     step_t = _median_time(lambda: act(a), controls)
@@ -82,7 +83,7 @@ def control_cost(params: WorldParams, lab_seed: int | None, controls: int) -> tu
         eng.apply_condition(cond)
     nstep = int(round(0.1 / params.physics.timestep))
     rng = np.random.default_rng(0)
-    cams = CellConfig().cameras
+    cams = CellConfig().cameras if observe else ()
     for c in cams:
         eng.render(c, (96, 96), rng)
     renderers = eng.renderer
@@ -132,8 +133,13 @@ def main() -> None:
     t = Table(title="Control step (one 10 Hz action, 3 policy cameras at 96x96) vs its floor")
     for col in ("cell", "step ms", "floor ms (raw physics + render)", "ratio", "overhead"):
         t.add_column(col)
-    for name, p, seed in (("SimCell.step", sim, None), ("LabTwin.act", lab, args.lab)):
-        step_t, floor_t = control_cost(p, seed, args.controls)
+    rows = (
+        ("SimCell.step", sim, None, True),
+        ("LabTwin.act", lab, args.lab, True),
+        ("LabTwin.act(observe=False)", lab, args.lab, False),
+    )
+    for name, p, seed, observe in rows:
+        step_t, floor_t = control_cost(p, seed, args.controls, observe)
         t.add_row(
             name,
             f"{step_t * 1000:.1f}",

@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/eval_speed.py [--lab 0] [--batch 4] [--runs scripted:1 scripted:2 random:2]
 
 Each run is ``policy:workers``. ``random`` is the uniformly random chunk policy looking at the three
-standard policy cameras at 96x96 (like a trained policy, so every control step renders them);
+standard policy cameras at 96x96 (like a trained policy: the lab renders them at every re-plan,
+and skips the frames in between, ``RealCell.act(observe=False)``);
 ``scripted`` is the teleop operator (no policy camera). The floor is the compute the trials
 themselves cost: the lab's physics, rendering, safety filter and judge (timed around every
 ``LabTwin.reset``/``act`` call in the lab processes) and a per-trial policy's compute (it runs

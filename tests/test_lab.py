@@ -198,3 +198,25 @@ def test_bad_lab_input_gets_clear_errors():
     with pytest.raises(R2S2RError, match="trajectory"):
         lab.execute_trajectory("right", np.array([0.1, 0.05]), np.zeros((2, 7)))
     assert dataclasses.is_dataclass(lab.factory_calibration("left"))
+
+
+def test_skipping_frames_leaves_the_frames_a_trial_does_observe_unchanged():
+    """``act(observe=False)`` renders nothing yet advances the camera noise as a render would: the
+    frames read at steps 3 and 5 equal those of the same trial observed at every step."""
+    cond = sample_condition("nominal", np.random.default_rng(4))
+    action = home_command()
+    action[1] += 0.05
+    every, skipping = LabTwin(5), LabTwin(5)
+    assert every.reset(cond, 9)["head_left"].tobytes() == skipping.reset(cond, 9)["head_left"].tobytes()
+    for step in range(1, 6):
+        full = every.act(action)
+        part = skipping.act(action, observe=step in (3, 5))
+        np.testing.assert_array_equal(full["proprio"], part["proprio"])
+        if step in (3, 5):
+            assert set(part) == set(full)
+            for cam in every.policy_cameras:
+                np.testing.assert_array_equal(part[cam], full[cam])
+        else:
+            assert set(part) == {"proprio"}  # nothing rendered
+    # the noise does change from frame to frame, so a skip that drew nothing would be caught
+    assert every.observe()["head_left"].tobytes() != every.observe()["head_left"].tobytes()

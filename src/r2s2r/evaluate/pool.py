@@ -132,7 +132,8 @@ class LabSlots:
                 run.policy_seconds += time.perf_counter() - t0
             action = np.asarray(action, dtype=np.float64)
             t0 = time.perf_counter()
-            run.obs = lab.act(action)
+            # a chunk policy reads the images only at re-plans (``want``); a TrialPolicy may read any
+            run.obs = lab.act(action, observe=slot in want or run.step_fn is not None)
             verdict = lab.verdict()
             run.lab_seconds += time.perf_counter() - t0
             run.steps += 1

@@ -90,8 +90,10 @@ class RealCell(Protocol):
     def observe(self) -> dict[str, np.ndarray]:
         """Policy cameras (uint8, ``image_size`` square) and ``proprio`` (27 joint positions)."""
 
-    def act(self, action: np.ndarray) -> dict[str, np.ndarray]:
-        """Execute one 10 Hz action (7 arm + 20 hand joint targets) and observe."""
+    def act(self, action: np.ndarray, observe: bool = True) -> dict[str, np.ndarray]:
+        """Execute one 10 Hz action (7 arm + 20 hand joint targets) and observe. With ``observe``
+        False the caller reads only ``proprio`` of the result: a cell may skip its cameras (the
+        twin does, keeping every later frame as it would have been); a real one may still send them."""
 
     def last_command(self, side: str) -> np.ndarray:
         """The joint targets (27,) the side's controller is tracking: the last command as it reached

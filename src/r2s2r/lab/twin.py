@@ -121,7 +121,15 @@ class LabTwin:
         obs["proprio"] = self.__engine.joint_positions("right")
         return obs
 
-    def act(self, action: np.ndarray) -> dict[str, np.ndarray]:
+    def __skip_frames(self) -> dict[str, np.ndarray]:
+        """``observe`` without the images: the camera noise stream advances as if they were taken,
+        so the frames a trial does observe do not depend on which ones it skipped."""
+        size = (self.image_size, self.image_size)
+        for c in self.policy_cameras:
+            self.__engine.skip_render(c, size, self.__trial_rng)
+        return {"proprio": self.__engine.joint_positions("right")}
+
+    def act(self, action: np.ndarray, observe: bool = True) -> dict[str, np.ndarray]:
         if self.__judge is None:
             raise ConfigError("act called before reset")
         safe = self.__safe("right", check_action(action), self.control_dt)
@@ -131,7 +139,7 @@ class LabTwin:
             self.__verdict = self.__judge.update(self.__engine.data)
             if not self.__verdict.done and self.__time >= self.__config.max_duration - 1e-9:
                 self.__verdict = self.__judge.finish()
-        return self.observe()
+        return self.observe() if observe else self.__skip_frames()
 
     def last_command(self, side: str) -> np.ndarray:
         return self.__engine.command(_check_side(side)).copy()

@@ -288,6 +288,12 @@ class CameraPipeline:
         out[front, 1] = (self.render_height - 1) / 2.0 + self._f * rf[:, 1] / rf[:, 2]
         return out
 
+    def skip(self, rng: np.random.Generator | None = None) -> None:
+        """Advance ``rng`` exactly as ``apply`` would, without an image: a frame nobody reads is
+        not rendered, and the frames after it stay those of a run that rendered every one."""
+        if self.effects.noise_std > 0 and rng is not None:
+            rng.integers(2**31)
+
     def apply(self, render_rgb: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
         """(render_h, render_w, 3) uint8 ideal render -> (height, width, 3) uint8 sensor image.
 

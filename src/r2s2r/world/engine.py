@@ -239,6 +239,10 @@ class CellEngine:
     def render(self, camera: str, size: tuple[int, int] | None, rng: np.random.Generator | None) -> np.ndarray:
         return self.renderer.render(self.data, camera, size, rng)
 
+    def skip_render(self, camera: str, size: tuple[int, int] | None, rng: np.random.Generator | None) -> None:
+        """Advance ``rng`` as ``render`` would, rendering nothing (a frame nobody reads)."""
+        self.renderer.skip(camera, size, rng)
+
     def close(self) -> None:
         """Release every GL context this engine created."""
         for _model, _data, renderer in self._built.values():

@@ -60,6 +60,10 @@ class CellRenderer:
         renderer.update_scene(data, camera=self._cam_ids[camera])
         return pipe.apply(renderer.render(), rng)
 
+    def skip(self, camera: str, size: tuple[int, int] | None, rng: np.random.Generator | None) -> None:
+        """Draw from ``rng`` what ``render`` would draw, and render nothing."""
+        self.pipeline(camera, size).skip(rng)
+
     def close(self) -> None:
         for r in self._renderers.values():
             r.close()
