@@ -85,6 +85,10 @@ def test_smoke_report_agrees_with_the_results_files(smoke):
                     "## What this run shows", "## Grounding mismatch", "## Simulated data per configuration",
                     "## Training", "## Stages: time and machine"):  # fmt: skip
         assert heading in report
+    for r in results["stages"]:  # each stage's measured time next to the plan's estimate
+        assert r["expected_s"] > 0 and r["seconds"] > 0
+        cells = f"| {r['stage']} | {r['expected_s']:.0f} | {r['seconds']:.0f} | {r['seconds'] / r['expected_s']:.2f} |"
+        assert any(line.startswith(cells) for line in report.splitlines())
     assert ("does NOT reproduce" in report) or ("shows the study's trends" in report)
 
 

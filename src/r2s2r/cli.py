@@ -95,6 +95,9 @@ def demos_collect(
     max_attempts: int | None = None,
     perturb_std: float = 0.0,
     perturb_tau: float = 0.5,
+    takeover: Path | None = None,
+    takeover_share: float = 0.5,
+    takeover_window: tuple[float, float] = (2.0, 5.0),
 ) -> None:
     """Collect N successful teleoperated demonstrations on the lab twin (resumes an existing DIR).
 
@@ -109,17 +112,25 @@ def demos_collect(
         perturb_std: DART: std (rad) of a drifting offset added to the arm targets sent to the robot,
             not to the recorded actions, so the demos show the way back to the path (0: none).
         perturb_tau: DART: correlation time of that offset, s.
+        takeover: HG-DAgger: a trained policy (run or step folder) that drives a share of the attempts
+            until the operator takes over; only the operator's correction is recorded.
+        takeover_share: Fraction of attempts the policy drives first.
+        takeover_window: Trial time (s) the takeover is drawn in, uniformly: START END.
     """
     from rich.console import Console
 
     from r2s2r.behavior.demos import DemoConfig, collect_demos
     from r2s2r.behavior.perturb import Perturbation
+    from r2s2r.behavior.takeover import Takeover
     from r2s2r.lab.twin import LabTwin
     from r2s2r.progress import count_progress
     from r2s2r.world.cell import CellConfig
 
     perturb = Perturbation(perturb_std, perturb_tau) if perturb_std else None
-    config = DemoConfig(n=n, seed=seed, workers=workers, max_attempts=max_attempts, perturb=perturb)
+    handover = None
+    if takeover is not None:
+        handover = Takeover(takeover, takeover_share, takeover_window)
+    config = DemoConfig(n=n, seed=seed, workers=workers, max_attempts=max_attempts, perturb=perturb, takeover=handover)
     output_dir(out, "a dataset folder", "--out", create=False)
     cell = LabTwin(lab, CellConfig(image_size=image_size))
     console = Console(stderr=True)

@@ -10,8 +10,9 @@ the teleoperation system's own rate and range limits keep from changing anything
 drifting offset and the action recorded is the operator's command: the way back to the path. For real data
 ``states`` is the proprioception (no simulator state exists).
 Each demonstration also keeps its first frame's full-resolution head stereo pair as episode extras
-(``STEREO_EXTRAS``: the head cameras' frames captured right after the reset, before any action), for
-estimating the object's initial pose from images.
+(``STEREO_EXTRAS``: the head cameras' frames captured right after the reset, before any action, or at
+the takeover of a ``Takeover`` attempt: ``r2s2r.behavior.takeover``), for estimating the object's
+initial pose from images.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from r2s2r.behavior.perturb import ArmPerturber, Perturbation
+from r2s2r.behavior.takeover import Takeover, drive
 from r2s2r.behavior.teleop import Operator, OperatorConfig
 from r2s2r.data import DatasetWriter, Episode, Provenance, standard_features
 from r2s2r.errors import ConfigError, R2S2RError
 from r2s2r.lab.real_cell import RealCell
+from r2s2r.policy.protocol import ChunkPolicy
 from r2s2r.world.cell import CellConfig
 from r2s2r.world.conditions import sample_condition
 from r2s2r.world.params import WorldParams
@@ -49,6 +52,7 @@ class DemoConfig:
     workers: int = 1  # lab processes collecting in parallel (each a copy of the same lab twin)
     operator: OperatorConfig = OperatorConfig()
     perturb: Perturbation | None = None  # DART noise on the sent arm targets (None: the clean commands are sent)
+    takeover: Takeover | None = None  # a policy drives some attempts first; the operator's correction is kept
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -82,12 +86,26 @@ class DemoStats:
         return self.demos / max(self.attempts, 1)
 
 
-def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int, perturb: Perturbation | None = None) -> Attempt:
+def run_attempt(
+    lab: RealCell,
+    operator: Operator,
+    seed: int,
+    key: int,
+    perturb: Perturbation | None = None,
+    takeover: tuple[Takeover, ChunkPolicy] | None = None,
+) -> Attempt:
     """One teleoperated attempt; records the episode of a success."""
     rng = np.random.default_rng([seed, key])
     cond = sample_condition("nominal", rng)
     trial_seed = int(rng.integers(2**31))
     obs = lab.reset(cond, seed=trial_seed)
+    at = None
+    if takeover is not None:
+        at, policy_rng = takeover[0].draw(seed, key)
+        if at is not None:
+            obs = drive(lab, takeover[1], obs, at, policy_rng)
+            if obs is None:  # the policy ended the trial (e.g. a success) before the operator took over
+                return Attempt(key, False, "ended_before_takeover", 0, None)
     stereo = {key: lab.capture(cam) for cam, key in STEREO_EXTRAS.items()}
     operator.start(lab.read_encoders("right")[:7], rng)
     send = None
@@ -119,7 +137,7 @@ def run_attempt(lab: RealCell, operator: Operator, seed: int, key: int, perturb:
         provenance=Provenance(
             source="real",
             world_hash=f"real:{lab!r}",
-            behavior="teleop",
+            behavior="teleop" if at is None else "teleop-takeover",
             seed=trial_seed,  # the seed the lab trial was reset with: replaying needs it
             condition=dataclasses.asdict(cond),
             key=key,
@@ -136,18 +154,39 @@ def make_operator(lab: RealCell, config: OperatorConfig) -> Operator:
     return Operator(lab.factory_calibration("right"), WorldParams.nominal().right_arm.base, config)
 
 
+def _takeover_policy(takeover: Takeover | None, lab: RealCell) -> tuple[Takeover, ChunkPolicy] | None:
+    """The takeover with its policy loaded (one torch thread: attempts run in parallel processes);
+    ConfigError when the policy looks at cameras or an image size ``lab`` does not record."""
+    if takeover is None:
+        return None
+    import torch
+
+    from r2s2r.policy.checkpoint import load_policy
+
+    torch.set_num_threads(1)
+    policy = load_policy(takeover.policy)
+    if not set(policy.cameras) <= set(lab.policy_cameras) or policy.image_size != lab.image_size:
+        raise ConfigError(
+            f"takeover policy {takeover.policy}: it sees {policy.cameras} at {policy.image_size} px; "
+            f"the collection records {lab.policy_cameras} at {lab.image_size} px (--image-size)"
+        )
+    return takeover, policy
+
+
 _WORKER: dict = {}  # per worker process: its own lab and operator (never shared across processes)
 
 
-def _worker_init(lab_seed: int, cell: CellConfig, operator: OperatorConfig, perturb: Perturbation | None) -> None:
+def _worker_init(lab_seed: int, cell: CellConfig, config: DemoConfig) -> None:
     from r2s2r.lab.twin import LabTwin
 
     lab = LabTwin(lab_seed, cell)
-    _WORKER["lab"], _WORKER["op"], _WORKER["perturb"] = lab, make_operator(lab, operator), perturb
+    _WORKER["lab"], _WORKER["op"], _WORKER["config"] = lab, make_operator(lab, config.operator), config
+    _WORKER["takeover"] = _takeover_policy(config.takeover, lab)
 
 
 def _worker_attempt(seed: int, key: int) -> Attempt:
-    return run_attempt(_WORKER["lab"], _WORKER["op"], seed, key, _WORKER["perturb"])
+    config = _WORKER["config"]
+    return run_attempt(_WORKER["lab"], _WORKER["op"], seed, key, config.perturb, _WORKER["takeover"])
 
 
 def collect_demos(
@@ -167,6 +206,9 @@ def collect_demos(
     info = {"kind": "teleop demonstrations", "lab": repr(lab), "seed": config.seed}
     if config.perturb is not None:
         info["perturb"] = dataclasses.asdict(config.perturb)
+    if config.takeover is not None:
+        info["takeover"] = {**dataclasses.asdict(config.takeover), "policy": str(config.takeover.policy)}
+    takeover = _takeover_policy(config.takeover, lab)  # a bad checkpoint fails here, before any attempt
     t0 = time.perf_counter()
     failures: dict[str, int] = {}
     safety: dict[str, int] = {}
@@ -202,14 +244,14 @@ def collect_demos(
         if config.workers == 1:
             operator = make_operator(lab, config.operator)
             for key in range(next_key, max_attempts):
-                if commit(run_attempt(lab, operator, config.seed, key, config.perturb)):
+                if commit(run_attempt(lab, operator, config.seed, key, config.perturb, takeover)):
                     break
         else:
             if lab_seed is None:
                 raise ConfigError("collect_demos: workers > 1 needs the lab twin's seed to start worker labs")
             cell = CellConfig(image_size=lab.image_size, cameras=lab.policy_cameras)
             ctx = multiprocessing.get_context("spawn")
-            init = (lab_seed, cell, config.operator, config.perturb)
+            init = (lab_seed, cell, config)
             with cf.ProcessPoolExecutor(config.workers, ctx, _worker_init, init) as pool:
                 pending: dict[int, cf.Future] = {}
                 key, finished = next_key, False

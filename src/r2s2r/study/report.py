@@ -228,9 +228,22 @@ def _grounding_sections(s: dict[str, Any]) -> list[str]:
         "",
         "## Stages: time and machine",
         "",
+        "Expected: the plan's estimate from the costs in `r2s2r.study.runner.COST_S`; measured / expected",
+        "far from 1 means the estimate (or the machine's load) is off.",
+        "",
         *markdown_table(
-            ["stage", "seconds", "cached this run", "machine"],
-            [[r["stage"], f"{r['seconds']:.0f}", "yes" if r["cached"] else "no", r["machine"]] for r in s["stages"]],
+            ["stage", "expected s", "measured s", "measured / expected", "cached this run", "machine"],
+            [
+                [
+                    r["stage"],
+                    f"{r['expected_s']:.0f}",
+                    f"{r['seconds']:.0f}",
+                    f"{r['seconds'] / r['expected_s']:.2f}" if r["expected_s"] > 0 else "-",
+                    "yes" if r["cached"] else "no",
+                    r["machine"],
+                ]
+                for r in s["stages"]
+            ],
         ),
         "",
     ]

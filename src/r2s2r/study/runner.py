@@ -205,7 +205,7 @@ def run_plan(plan: StudyPlan, root: Path, console: Console) -> dict[str, StageRe
         console.rule(f"[bold]{i}/{len(plan.stages)} {s.name}[/]: {s.what}" + (" [dim](cached)[/]" if cached else ""))
         records[s.name] = stages.run(s.name, s.key, s.run)
         if not cached:
-            console.print(f"[green]{s.name}[/] done in {records[s.name].seconds:.0f} s")
+            console.print(f"[green]{s.name}[/] done in {records[s.name].seconds:.0f} s (expected {s.estimate_s:.0f} s)")
     return records
 
 

@@ -95,7 +95,14 @@ def summarize_study(
         for pol, (tr, _) in plan.policies.items()
     }
     stages = [
-        {"stage": r.name, "hash": r.hash, "seconds": r.seconds, "machine": r.machine, "cached": r.cached}
+        {
+            "stage": r.name,
+            "hash": r.hash,
+            "seconds": r.seconds,
+            "expected_s": plan.stage(r.name).estimate_s,  # the plan's estimate, for the report's check
+            "machine": r.machine,
+            "cached": r.cached,
+        }
         for r in records.values()
     ]
     return {
