@@ -103,3 +103,32 @@ def test_a_policy_with_the_object_head_trains_on_labels_and_reports_the_held_out
     # the unlabelled demonstrations cannot train it
     with pytest.raises(R2S2RError, match="no dataset carries"):
         train(demos, [], tmp_path / "run2", preset)
+
+
+@pytest.mark.parametrize("behavior", ["teleop-takeover", "teleop"])
+def test_a_takeover_that_cannot_be_labelled_gets_unknown_labels_and_a_demonstration_an_error(
+    real_demos, tmp_path, behavior
+):
+    """A takeover episode starts wherever the policy left the cell (the object possibly in the hand):
+    when its stereo pair shows no object on the belt its labels are unknown (NaN), while a teleoperated
+    demonstration that cannot be labelled stays an error."""
+    from r2s2r.data.derive import derive_dataset
+
+    lab, demos = real_demos
+    broken = tmp_path / "broken"
+
+    def without_stereo(i, ep):  # the pair lost, as when the object is out of sight
+        prov = dataclasses.replace(ep.provenance, behavior=behavior)
+        return dataclasses.replace(ep, provenance=prov, extras={})
+
+    derive_dataset(demos, broken, lambda src: list(src.features.values()), without_stereo, {"kind": "test"})
+    if behavior == "teleop":
+        with pytest.raises(R2S2RError, match="episode 0|demonstration 0"):
+            label_demonstrations(broken, _hidden_params(lab), tmp_path / "out")
+        return
+    label_demonstrations(broken, _hidden_params(lab), tmp_path / "out")
+    with Dataset(tmp_path / "out") as ds, Dataset(demos) as src:
+        assert len(ds) == len(src)
+        for i in range(len(ds)):
+            assert np.isnan(ds.episode(i).obs[OBJECT_STATE]).all()
+            assert np.array_equal(ds.episode(i).actions, src.episode(i).actions)

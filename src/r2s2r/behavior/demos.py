@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from r2s2r.behavior.perturb import ArmPerturber, Perturbation
-from r2s2r.behavior.takeover import Takeover, drive
+from r2s2r.behavior.takeover import TAKEOVER_BEHAVIOR, Takeover, drive
 from r2s2r.behavior.teleop import Operator, OperatorConfig
 from r2s2r.data import DatasetWriter, Episode, Provenance, standard_features
 from r2s2r.errors import ConfigError, R2S2RError
@@ -137,7 +137,7 @@ def run_attempt(
         provenance=Provenance(
             source="real",
             world_hash=f"real:{lab!r}",
-            behavior="teleop" if at is None else "teleop-takeover",
+            behavior="teleop" if at is None else TAKEOVER_BEHAVIOR,
             seed=trial_seed,  # the seed the lab trial was reset with: replaying needs it
             condition=dataclasses.asdict(cond),
             key=key,

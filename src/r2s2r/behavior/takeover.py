@@ -27,6 +27,7 @@ from r2s2r.lab.real_cell import RealCell
 from r2s2r.policy.protocol import ChunkPolicy, past_frame, with_past
 
 _TAKEOVER_SALT = 0x7A6E  # separates the takeover's draws from the attempt's
+TAKEOVER_BEHAVIOR = "teleop-takeover"  # Provenance.behavior of a takeover episode
 
 
 @dataclass(frozen=True)
