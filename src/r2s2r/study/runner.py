@@ -42,6 +42,10 @@ from r2s2r.train.presets import get_preset
 COST_S = {
     "calibrate": 250.0,  # the whole calibration (one process)
     "lab_step": 0.09,  # one 10 Hz lab control step: physics + three shadowed, anti-aliased renders
+    # an evaluation observes only the steps its policy reads (RealCell.act(observe=False) between):
+    # benchmarks/cell_speed.py --size 48, 2026-12-06: 5.0 ms a step without frames, 61.9 ms with
+    "lab_step_unobserved": 0.006,
+    "lab_frames": 0.057,  # the three 48 px policy frames of one observed step
     "demo_steps": 100.0,  # control steps of one teleoperated demonstration attempt
     "sim_admitted_96px": 5.0,  # seconds per admitted simulated trajectory, its rejected attempts included
     "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},  # one optimiser step on one torch thread
@@ -185,7 +189,10 @@ def _policy_stages(
     }
     train_dir = stages.dir(train_name, train_key)
     trial_steps = p.max_duration * 10 * COST_S["trial_fill"]
-    est = p.trials.total * trial_steps * COST_S["lab_step"] / min(workers, p.eval_batch)
+    pc = preset.policy  # frames are read at each re-plan and, for a past frame, d steps before it
+    observed = (1 + (pc.past_frame % pc.execute_steps != 0)) / pc.execute_steps
+    step_s = COST_S["lab_step_unobserved"] + observed * COST_S["lab_frames"]
+    est = p.trials.total * trial_steps * step_s / min(workers, p.eval_batch)
     ev = PlannedStage(
         f"eval-{pol.name}",
         eval_key,
