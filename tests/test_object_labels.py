@@ -106,20 +106,20 @@ def test_a_policy_with_the_object_head_trains_on_labels_and_reports_the_held_out
 
 
 @pytest.mark.parametrize("behavior", ["teleop-takeover", "teleop"])
-def test_a_takeover_that_cannot_be_labelled_gets_unknown_labels_and_a_demonstration_an_error(
+def test_a_takeover_gets_unknown_labels_and_a_demonstration_that_cannot_be_labelled_an_error(
     real_demos, tmp_path, behavior
 ):
-    """A takeover episode starts wherever the policy left the cell (the object possibly in the hand):
-    when its stereo pair shows no object on the belt its labels are unknown (NaN), while a teleoperated
+    """A takeover episode starts wherever the policy left the cell (the object possibly touched or in
+    the hand): its labels are unknown (NaN), even without a stereo pair, while a teleoperated
     demonstration that cannot be labelled stays an error."""
     from r2s2r.data.derive import derive_dataset
 
     lab, demos = real_demos
     broken = tmp_path / "broken"
 
-    def without_stereo(i, ep):  # the pair lost, as when the object is out of sight
+    def without_stereo(i, ep):  # a demonstration loses its pair; a takeover keeps it, labels unknown all the same
         prov = dataclasses.replace(ep.provenance, behavior=behavior)
-        return dataclasses.replace(ep, provenance=prov, extras={})
+        return dataclasses.replace(ep, provenance=prov, extras={} if behavior == "teleop" else ep.extras)
 
     derive_dataset(demos, broken, lambda src: list(src.features.values()), without_stereo, {"kind": "test"})
     if behavior == "teleop":
