@@ -156,6 +156,9 @@ def main() -> None:
         "--delta-arm", action="store_true",
         help="image and privileged policies: arm targets relative to the current joints (PolicyConfig.delta_arm)",
     )  # fmt: skip
+    ap.add_argument(
+        "--shift-px", type=int, default=None, help="random image shift while training (default: the preset's)"
+    )
     ap.add_argument("--no-image", action="store_true", help="only the reference rungs (no image policy)")
     ap.add_argument(
         "--references",
@@ -180,6 +183,8 @@ def main() -> None:
     if args.delta_arm:
         policy = dataclasses.replace(policy, delta_arm=True)
     train_cfg = dataclasses.replace(p.train, steps=steps, keep_checkpoints=keep)
+    if args.shift_px is not None:
+        train_cfg = dataclasses.replace(train_cfg, shift_px=args.shift_px)
     preset = dataclasses.replace(p, policy=policy, train=train_cfg)
     run = args.out / "run"
     vals = {} if args.no_image else {r["step"]: r for r in _train(args, preset, args.demos, run)}
