@@ -117,6 +117,8 @@ def _privileged(args) -> dict:
     preset = STATE_PRESET
     if args.delta_arm:
         preset = dataclasses.replace(preset, policy=dataclasses.replace(preset.policy, delta_arm=True))
+    if args.noise_scale is not None:
+        preset = dataclasses.replace(preset, policy=dataclasses.replace(preset.policy, noise_scale=args.noise_scale))
     vals = _train(args, preset, states, run)
     best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else vals[-1]["step"]
     v = next((r for r in vals if r["step"] == best), {})
@@ -159,6 +161,10 @@ def main() -> None:
     ap.add_argument(
         "--shift-px", type=int, default=None, help="random image shift while training (default: the preset's)"
     )
+    ap.add_argument(
+        "--noise-scale", type=float, default=None,
+        help="image and privileged policies: the sampler's initial noise scale (PolicyConfig.noise_scale)",
+    )  # fmt: skip
     ap.add_argument("--no-image", action="store_true", help="only the reference rungs (no image policy)")
     ap.add_argument(
         "--references",
@@ -182,6 +188,8 @@ def main() -> None:
         policy = dataclasses.replace(policy, past_proprio=False)
     if args.delta_arm:
         policy = dataclasses.replace(policy, delta_arm=True)
+    if args.noise_scale is not None:
+        policy = dataclasses.replace(policy, noise_scale=args.noise_scale)
     train_cfg = dataclasses.replace(p.train, steps=steps, keep_checkpoints=keep)
     if args.shift_px is not None:
         train_cfg = dataclasses.replace(train_cfg, shift_px=args.shift_px)

@@ -62,6 +62,9 @@ def test_a_past_frame_without_past_proprio_reads_the_earlier_images_only():
         (dict(normalization="minmax"), "normalisation mode"),
         (dict(cameras=("a", "a")), "duplicate camera"),
         (dict(euler_steps=0), "euler_steps"),
+        (dict(noise_scale=-0.5), "noise_scale"),
+        (dict(noise_scale=float("nan")), "noise_scale"),
+        (dict(noise_scale=True), "noise_scale"),
     ],
 )
 def test_bad_policy_configs_name_the_field(change, message):
@@ -201,6 +204,24 @@ def test_keypoint_tokens_add_one_per_camera_and_get_gradients():
     tokens.square().mean().backward()
     enc = model.cameras[cfg.cameras[0]]
     assert enc.keypoints.maps.weight.grad.abs().sum() > 0
+
+
+def test_noise_scale_zero_samples_one_chunk_whatever_the_draw_and_one_keeps_the_draws_apart():
+    cfg = dataclasses.replace(PRESETS["tiny"].policy, cameras=(), proprio_dim=5)
+    torch.manual_seed(0)
+    model = FlowTransformer(cfg).eval()
+    tokens = model.encode({}, torch.randn(2, 5))
+    a, b = torch.randn(2, 2, cfg.action_horizon, cfg.action_dim)
+    with torch.no_grad():
+        assert not torch.allclose(model.sample(tokens, a), model.sample(tokens, b))
+        model.config = dataclasses.replace(cfg, noise_scale=0.0)
+        zero = model.sample(tokens, a)
+        assert torch.equal(zero, model.sample(tokens, b))  # deterministic: the draw is ignored
+        assert torch.equal(zero, model.sample(tokens, torch.zeros_like(a)))  # the noise's mean
+        model.config = dataclasses.replace(cfg, noise_scale=0.5)
+        half = model.sample(tokens, a)
+        model.config = cfg
+        assert torch.allclose(half, model.sample(tokens, 0.5 * a))  # N(0, 0.25 I): the draw halved
 
 
 def test_camera_less_policy_encodes_proprio_alone():

@@ -27,7 +27,10 @@ class PolicyConfig:
 
     Flow matching (t=0 is data, t=1 is noise): x_t = (1 - t) a + t e, velocity target e - a; training
     times t = t_min + (1 - t_min) Beta(time_alpha, time_beta) as in openpi (more weight near noise);
-    sampling integrates ``euler_steps`` Euler steps from t=1 to t=0. Actions and proprio are
+    sampling integrates ``euler_steps`` Euler steps from t=1 to t=0, starting from the noise draw
+    times ``noise_scale`` (1: the trained distribution; 0: every chunk from the noise's mean, a
+    deterministic policy that does not hop between modes from one re-plan to the next, measured
+    better in closed loop, docs/benchmarks.md). Actions and proprio are
     normalised with the training data's statistics (``normalization``: "zscore" or "quantile").
 
     ``past_frame`` = d > 0 adds the observation of d control steps earlier (clamped at the episode's
@@ -66,6 +69,7 @@ class PolicyConfig:
     decoder_layers: int = 2
     mlp_ratio: int = 4
     euler_steps: int = 10  # K
+    noise_scale: float = 1.0  # the sampler's initial noise is N(0, noise_scale^2 I); 0: deterministic
     time_alpha: float = 1.5
     time_beta: float = 1.0
     time_min: float = 0.001
@@ -111,6 +115,10 @@ class PolicyConfig:
             raise ConfigError(f"PolicyConfig.object_state: expected a finite weight >= 0, got {self.object_state!r}")
         if self.object_state and not self.cameras:
             raise ConfigError("PolicyConfig.object_state: the object-state head needs cameras to see the object")
+        if isinstance(self.noise_scale, bool) or not isinstance(self.noise_scale, int | float):
+            raise ConfigError(f"PolicyConfig.noise_scale: expected a number >= 0, got {self.noise_scale!r}")
+        if not 0 <= self.noise_scale < float("inf"):
+            raise ConfigError(f"PolicyConfig.noise_scale: expected a finite number >= 0, got {self.noise_scale!r}")
         if self.execute_steps > self.action_horizon:
             raise ConfigError(
                 f"PolicyConfig.execute_steps: {self.execute_steps} exceeds action_horizon {self.action_horizon}"

@@ -117,8 +117,10 @@ class FlowTransformer(nn.Module):
         return flow.flow_loss(lambda x, tt: self.velocity(tokens, x, tt), actions, noise, t) + aux
 
     def sample(self, tokens: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """Normalised action chunks (B, H, A) integrated from ``noise`` (t=1) to t=0 in K Euler steps."""
-        return flow.euler_sample(lambda x, tt: self.velocity(tokens, x, tt), noise, self.config.euler_steps)
+        """Normalised action chunks (B, H, A) integrated from ``noise`` (a standard normal draw, times
+        ``noise_scale``, at t=1) to t=0 in K Euler steps."""
+        start = noise * self.config.noise_scale
+        return flow.euler_sample(lambda x, tt: self.velocity(tokens, x, tt), start, self.config.euler_steps)
 
 
 def count_parameters(module: nn.Module) -> int:
