@@ -292,6 +292,10 @@ class LabTwin:
     def safety_report(self) -> dict[str, int]:
         return dict(self.__safety.counts)
 
+    def close(self) -> None:
+        """Release the GL contexts of the lab's renderers (the next ``reset`` builds them again)."""
+        self.__engine.close()
+
     def __repr__(self) -> str:
         return f"LabTwin(seed={self.seed})"
 
