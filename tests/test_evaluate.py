@@ -78,7 +78,8 @@ def scripted(tmp_path_factory):
 @pytest.fixture(scope="module")
 def random_policy():
     policy = RandomPolicy(cameras=TINY_CAMERA, image_size=16)
-    return evaluate(policy, LAB, EvalConfig(plan=PLAN, batch=4, max_duration=6.0), name="random")
+    # without the command shaping: the filter-tripping floor
+    return evaluate(policy, LAB, EvalConfig(plan=PLAN, batch=4, max_duration=6.0, shaping=False), name="random")
 
 
 def test_scripted_operator_scores_high_on_nominal_trials(scripted):
@@ -98,6 +99,17 @@ def test_random_policy_scores_near_zero_and_trips_the_safety_filter(random_polic
     safety = res.safety_totals()
     assert safety.get("velocity", 0) > 50  # uniformly random targets exceed the joint speeds
     assert sum(o.steps for o in res.outcomes) <= 4 * 60
+
+
+def test_shaped_commands_never_trip_the_filters_speed_or_range_checks(random_policy):
+    # the same random policy and trials, its commands shaped as the teleop system shapes the operator's
+    policy = RandomPolicy(cameras=TINY_CAMERA, image_size=16)
+    shaped = evaluate(policy, LAB, EvalConfig(plan=PLAN, batch=4, max_duration=6.0), name="random")
+    totals = shaped.safety_totals()
+    assert totals.get("velocity", 0) == 0 and totals.get("joint_limit", 0) == 0
+    assert all(o.shaped and o.shaped > 0.9 * o.steps for o in shaped.outcomes)  # it engaged on nearly every step
+    assert all(o.shaped is None for o in random_policy.outcomes)
+    assert shaped.settings["shaping"] and not random_policy.settings["shaping"]
 
 
 def test_the_trial_list_is_the_same_for_every_policy_and_run(scripted, random_policy, tmp_path):

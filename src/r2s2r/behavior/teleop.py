@@ -27,8 +27,7 @@ import numpy as np
 from r2s2r.behavior.ik import ArmIK
 from r2s2r.geometry import inv_T, make_T, min_jerk
 from r2s2r.lab.real_cell import HumanView, KinematicCalibration
-from r2s2r.lab.safety import SafetyLimits
-from r2s2r.world import rizon
+from r2s2r.lab.shaping import SPEED_FRACTION, CommandShaper, limit_arm_step
 from r2s2r.world.hand import PALM_CENTER, hand_grasp_pose, hand_joint_ranges, hand_open_pose
 from r2s2r.world.objects import CATALOG
 from r2s2r.world.params import Pose
@@ -61,7 +60,7 @@ class OperatorConfig:
     lift_time: float = 0.6
     carry_time: float = 1.4
     release_time: float = 0.4
-    speed_fraction: float = 0.9  # arm command steps are limited to this fraction of the rated joint speeds
+    speed_fraction: float = SPEED_FRACTION  # arm command steps are limited to this fraction of the rated joint speeds
     control_dt: float = 0.1  # s between commands (the robot's control rate)
 
 
@@ -86,10 +85,8 @@ class Operator:
         self.T_base_world = inv_T(make_T(base.pos, base.quat))
         self.T_world_base = make_T(base.pos, base.quat)
         self._hand_lo, self._hand_hi = hand_joint_ranges().T
-        margin = SafetyLimits().joint_margin + 1e-3  # inside the safety filter's range, float32 rounding included
-        self.arm_lo = np.asarray(rizon.JOINT_RANGE)[:, 0] + margin
-        self.arm_hi = np.asarray(rizon.JOINT_RANGE)[:, 1] - margin
-        self.max_step = np.asarray(rizon.VELOCITY_LIMIT) * config.speed_fraction * config.control_dt
+        limits = CommandShaper(config.control_dt, config.speed_fraction)  # what the teleop system sends
+        self.arm_lo, self.arm_hi, self.max_step = limits.lo[:7], limits.hi[:7], limits.max_step
 
     def start(self, q_arm: np.ndarray, rng: np.random.Generator) -> None:
         c = self.config
@@ -209,8 +206,7 @@ class Operator:
         res = self.ik.solve(self.T_base_world @ T_world_palm, self.q)
         if res.ok or res.pos_err < 0.01:
             # the teleoperation system sends only what the robot may execute: rated speed, joint ranges
-            step = np.clip(res.q - self.q, -self.max_step, self.max_step)
-            self.q = np.clip(self.q + step, self.arm_lo, self.arm_hi)
+            self.q = limit_arm_step(self.q, res.q, self.max_step, self.arm_lo, self.arm_hi)
         else:  # out of reach: the arm stays where it was, as a person's tracked wrist would stall
             self.ik_failures += 1
         glove = np.clip(self.glove + self.glove_jitter, self._hand_lo, self._hand_hi)

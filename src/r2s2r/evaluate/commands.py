@@ -23,6 +23,7 @@ def eval_command(
     max_duration: float = 25.0,
     videos: bool = False,
     ensemble: float | None = None,
+    shaping: bool = True,
 ) -> None:
     """Evaluate a policy on the lab's fixed trial list; writes DIR/results.json and DIR/results.md (resumes).
 
@@ -45,6 +46,9 @@ def eval_command(
         videos: Write an MP4 of every trial (head-left and right-wrist captures; slow).
         ensemble: How overlapping action chunks are joined: weights exp(-m i), i = 0 the oldest chunk
             covering a step (ACT's temporal ensembling, m = this value); None executes the newest chunk alone.
+        shaping: A checkpoint's commands pass the teleop system's shaping before the lab (arm steps within
+            90 % of the rated joint speeds, targets inside the joint ranges), as the operator's did;
+            --no-shaping sends them raw (the lab's safety filter still clips, and counts).
     """
     from rich.console import Console
     from rich.markdown import Markdown
@@ -58,7 +62,7 @@ def eval_command(
 
     output_dir(out, "an evaluation folder", "--out", create=False)  # before any trial runs
     plan = TrialPlan(nominal, lighting, belt_speed, novel_object, combined, trial_seed)
-    config = EvalConfig(plan, seed, batch, workers, max_duration, videos, ensemble)
+    config = EvalConfig(plan, seed, batch, workers, max_duration, videos, ensemble, shaping)
     pol = resolve_policy(policy)
     console = Console(stderr=True)
     columns = (TextColumn("trials"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"))

@@ -29,6 +29,7 @@ from r2s2r.data import Episode, standard_features
 from r2s2r.data.derive import derive_dataset
 from r2s2r.errors import R2S2RError
 from r2s2r.lab.real_cell import HumanView, RealCell
+from r2s2r.lab.shaping import CommandShaper
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.train.config import Preset
 from r2s2r.train.presets import get_preset
@@ -126,14 +127,16 @@ class PrivilegedPolicy:
         if policy.config.proprio_dim != PROPRIO_DIM + STATE_DIM or policy.cameras:
             raise R2S2RError(f"{self.run}: not a privileged-state policy (train it with STATE_PRESET)")
         k, step, chunk = policy.execute_steps, 0, None
+        shaper = CommandShaper(lab.control_dt)  # as evaluation shapes an image policy's commands
+        sent = np.asarray(lab.read_encoders("right"), dtype=float)
 
         def act(obs: Mapping[str, np.ndarray]) -> np.ndarray:
-            nonlocal step, chunk
+            nonlocal step, chunk, sent
             if step % k == 0:
                 x = np.concatenate([obs["proprio"], state_features(lab.human_view())]).astype(np.float32)
                 chunk = policy.predict_chunk({"proprio": x[None]}, rng)[0]
-            action = chunk[step % k]
+            sent, _ = shaper.shape(sent, chunk[step % k])
             step += 1
-            return action
+            return sent.astype(np.float32)
 
         return act

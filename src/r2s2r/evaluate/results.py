@@ -45,6 +45,8 @@ class TrialOutcome:
     # chunk policies: mean over re-plans of the largest arm-joint change (rad) from the last executed
     # action to the first of the next chunk's (the jump a re-plan makes); None for trial policies
     replan_jump: float | None = None
+    # chunk policies evaluated with shaping: steps whose command the shaping changed (rate or range)
+    shaped: int | None = None
 
 
 @dataclass(frozen=True)
