@@ -1,5 +1,18 @@
-"""Evaluation on the lab: the fixed trial list, batched rollouts, honest statistics, tables."""
+"""Evaluation on the lab (or a simulated world): the fixed trial list, batched rollouts, honest statistics,
+sim-vs-lab agreement, tables."""
 
+from r2s2r.evaluate.agreement import (
+    Agreement,
+    Interval,
+    TrialAgreement,
+    agreement,
+    bootstrap,
+    check_paired,
+    mmrv,
+    paired_agreement,
+    pearson,
+    pearson_note,
+)
 from r2s2r.evaluate.compare import check_same_trials, design_effects, paired_against_first
 from r2s2r.evaluate.policies import RandomPolicy, ScriptedOperator, TrialPolicy, policy_kind, resolve_policy
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
@@ -20,6 +33,16 @@ from r2s2r.evaluate.tables import comparison_table, effects_table, results_table
 from r2s2r.evaluate.trials import Trial, TrialList, TrialPlan, make_trials
 
 __all__ = [
+    "Agreement",
+    "Interval",
+    "TrialAgreement",
+    "agreement",
+    "bootstrap",
+    "check_paired",
+    "mmrv",
+    "paired_agreement",
+    "pearson",
+    "pearson_note",
     "Effect",
     "EvalConfig",
     "EvalResults",
