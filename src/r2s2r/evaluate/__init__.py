@@ -13,6 +13,7 @@ from r2s2r.evaluate.agreement import (
     pearson,
     pearson_note,
 )
+from r2s2r.evaluate.cells import EvalCell, LabCell, WorldCell
 from r2s2r.evaluate.compare import check_same_trials, design_effects, paired_against_first
 from r2s2r.evaluate.policies import RandomPolicy, ScriptedOperator, TrialPolicy, policy_kind, resolve_policy
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
@@ -35,9 +36,11 @@ from r2s2r.evaluate.trials import Trial, TrialList, TrialPlan, make_trials
 __all__ = [
     "Agreement",
     "Effect",
+    "EvalCell",
     "EvalConfig",
     "EvalResults",
     "Interval",
+    "LabCell",
     "PairedComparison",
     "RandomPolicy",
     "Rate",
@@ -48,6 +51,7 @@ __all__ = [
     "TrialOutcome",
     "TrialPlan",
     "TrialPolicy",
+    "WorldCell",
     "agreement",
     "bootstrap",
     "check_paired",

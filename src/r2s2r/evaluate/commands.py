@@ -1,4 +1,5 @@
-"""``r2s2r eval`` (evaluate one policy on a lab) and ``r2s2r eval compare`` (a table across policies)."""
+"""``r2s2r eval`` (evaluate one policy on a lab, or on its trials in a simulated world) and
+``r2s2r eval compare`` (a table across policies)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,12 @@ def eval_command(
     max_duration: float = 25.0,
     videos: bool = False,
     ensemble: float | None = None,
+    world: Path | None = None,
 ) -> None:
     """Evaluate a policy on the lab's fixed trial list; writes DIR/results.json and DIR/results.md (resumes).
+
+    With --world FILE the same trials (conditions, objects, belt speeds, seeds of --lab's list) run in
+    the simulated world of that WorldParams JSON (grounded or ungrounded) instead of the lab twin.
 
     Also: `r2s2r eval compare DIR DIR ...` prints a table across evaluated policies.
 
@@ -45,11 +50,14 @@ def eval_command(
         videos: Write an MP4 of every trial (head-left and right-wrist captures; slow).
         ensemble: How overlapping action chunks are joined: weights exp(-m i), i = 0 the oldest chunk
             covering a step (ACT's temporal ensembling, m = this value); None executes the newest chunk alone.
+        world: A WorldParams JSON file (e.g. a calibration's world.json): run --lab's trials in this simulated
+            world instead of the lab twin; results.json records the file and its content hash.
     """
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from r2s2r.evaluate.cells import WorldCell
     from r2s2r.evaluate.policies import resolve_policy
     from r2s2r.evaluate.runner import EvalConfig, evaluate
     from r2s2r.evaluate.tables import results_table
@@ -57,6 +65,7 @@ def eval_command(
     from r2s2r.files import output_dir
 
     output_dir(out, "an evaluation folder", "--out", create=False)  # before any trial runs
+    sim = WorldCell.load(world, "--world") if world is not None else None
     plan = TrialPlan(nominal, lighting, belt_speed, novel_object, combined, trial_seed)
     config = EvalConfig(plan, seed, batch, workers, max_duration, videos, ensemble)
     pol = resolve_policy(policy)
@@ -77,7 +86,7 @@ def eval_command(
                     soft_wrap=True,
                 )
 
-        res = evaluate(pol, lab, config, out=out, name=policy, on_trial=show)
+        res = evaluate(pol, lab, config, out=out, name=policy, on_trial=show, world=sim)
     res.save(out)
     console.print(Markdown(results_table(res)))
     t = res.timing
