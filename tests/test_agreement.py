@@ -1,5 +1,6 @@
 """Sim-vs-lab agreement: Pearson r, SIMPLER's MMRV, paired per-trial agreement, bootstrap intervals."""
 
+import json
 import math
 
 import numpy as np
@@ -17,6 +18,7 @@ from r2s2r.evaluate.agreement import (
     pearson,
     pearson_note,
 )
+from r2s2r.evaluate.agreement_report import agreement_table, write_agreement
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
 from r2s2r.evaluate.trials import TrialPlan, make_trials
 
@@ -181,3 +183,42 @@ def test_bootstrap_is_deterministic_per_seed_and_resamples_trials_jointly():
     assert r_flat.defined == 0 and math.isnan(r_flat.low)
     with pytest.raises(R2S2RError, match="same shape"):
         bootstrap(s, s[:, :2])
+
+
+def test_the_agreement_table_and_figure(tmp_path):
+    lab = [lab for _sim, lab in _pairs()]
+    grounded = [sim for sim, _lab in _pairs()]
+    flat = [_results(p, [True, False] * 4) for p in WINS]  # every policy 4/8: r undefined
+    table = agreement_table(lab, {"grounded": grounded, "flat": list(reversed(flat))}, resamples=200, seed=1)
+    assert table.policies == ("weak", "mid", "good")
+    assert [r.successes for r in table.lab] == [1, 4, 7]
+    assert [r.successes for r in table.sims["grounded"]] == [1, 3, 6]
+    assert table.agreements["grounded"] == agreement(_pairs(), resamples=200, seed=1)
+    flat_agreement = table.agreements["flat"]
+    assert math.isnan(flat_agreement.pearson) and flat_agreement.pearson_note
+    # The flat world ties every policy: each lab-ordered pair counts once, for the higher policy:
+    # weak 0, mid max(3/8) , good max(6/8, 3/8) -> (3/8 + 6/8) / 3 = 0.375.
+    assert flat_agreement.mmrv == pytest.approx(0.375)
+
+    paths = write_agreement(tmp_path / "agreement", table)
+    text = paths["table"].read_text()
+    assert "| policy | lab | grounded | flat |" in text
+    assert "| weak | 1/8 (12%) | 1/8 (12%) | 4/8 (50%) |" in text
+    assert "| flat | undefined | undefined | 0.38 |" in text and "flat: Pearson r undefined" in text
+    saved = json.loads(paths["json"].read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    assert saved["agreements"]["flat"]["pearson"] is None
+    assert saved["agreements"]["grounded"]["mmrv"] == 0.0 and saved["policies"] == ["weak", "mid", "good"]
+    assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in (tmp_path / "agreement").iterdir()) == [
+        "agreement.json",
+        "agreement.md",
+        "agreement.png",
+    ]
+
+
+def test_the_agreement_table_needs_every_lab_policy_in_every_world():
+    lab = [lab for _sim, lab in _pairs()]
+    with pytest.raises(R2S2RError, match="expected one result for each lab policy"):
+        agreement_table(lab, {"w": [sim for sim, _lab in _pairs()][:2]})
+    with pytest.raises(R2S2RError, match="at least one simulated world"):
+        agreement_table(lab, {})

@@ -13,6 +13,13 @@ from r2s2r.evaluate.agreement import (
     pearson,
     pearson_note,
 )
+from r2s2r.evaluate.agreement_report import (
+    AgreementTable,
+    agreement_figure,
+    agreement_markdown,
+    agreement_table,
+    write_agreement,
+)
 from r2s2r.evaluate.cells import EvalCell, LabCell, WorldCell
 from r2s2r.evaluate.compare import check_same_trials, design_effects, paired_against_first
 from r2s2r.evaluate.policies import RandomPolicy, ScriptedOperator, TrialPolicy, policy_kind, resolve_policy
@@ -35,6 +42,7 @@ from r2s2r.evaluate.trials import Trial, TrialList, TrialPlan, make_trials
 
 __all__ = [
     "Agreement",
+    "AgreementTable",
     "Effect",
     "EvalCell",
     "EvalConfig",
@@ -53,6 +61,9 @@ __all__ = [
     "TrialPolicy",
     "WorldCell",
     "agreement",
+    "agreement_figure",
+    "agreement_markdown",
+    "agreement_table",
     "bootstrap",
     "check_paired",
     "check_same_trials",
@@ -76,4 +87,5 @@ __all__ = [
     "results_table",
     "wilson",
     "wilson_interval",
+    "write_agreement",
 ]
