@@ -1,7 +1,7 @@
 """The ``r2s2r`` command: one subcommand per stage, built from typed functions with tyro.
 
 r2s2r cell show [--lab SEED] [--condition KIND] [--seed N] [--world FILE] --out PNG
-r2s2r eval --policy CKPT|scripted|random [--lab SEED] --out DIR
+r2s2r eval --policy CKPT|scripted|random [--lab SEED] [--world FILE] --out DIR
 r2s2r eval compare DIR DIR ...
 r2s2r study run [--profile smoke|quick|paper] [--design NAME] [--lab SEED] [--out DIR]
 """

@@ -1,4 +1,5 @@
-"""``r2s2r eval`` (evaluate one policy on a lab) and ``r2s2r eval compare`` (a table across policies)."""
+"""``r2s2r eval`` (evaluate one policy on a lab, or on its trials in a simulated world) and
+``r2s2r eval compare`` (a table across policies)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,12 @@ def eval_command(
     videos: bool = False,
     ensemble: float | None = None,
     shaping: bool = True,
+    world: Path | None = None,
 ) -> None:
     """Evaluate a policy on the lab's fixed trial list; writes DIR/results.json and DIR/results.md (resumes).
+
+    With --world FILE the same trials (conditions, objects, belt speeds, seeds of --lab's list) run in
+    the simulated world of that WorldParams JSON (grounded or ungrounded) instead of the lab twin.
 
     Also: `r2s2r eval compare DIR DIR ...` prints a table across evaluated policies.
 
@@ -49,11 +54,14 @@ def eval_command(
         shaping: A checkpoint's commands pass the teleop system's shaping before the lab (arm steps within
             90 % of the rated joint speeds, targets inside the joint ranges), as the operator's did;
             --no-shaping sends them raw (the lab's safety filter still clips, and counts).
+        world: A WorldParams JSON file (e.g. a calibration's world.json): run --lab's trials in this simulated
+            world instead of the lab twin; results.json records the file and its content hash.
     """
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from r2s2r.evaluate.cells import WorldCell
     from r2s2r.evaluate.policies import resolve_policy
     from r2s2r.evaluate.runner import EvalConfig, evaluate
     from r2s2r.evaluate.tables import results_table
@@ -61,6 +69,7 @@ def eval_command(
     from r2s2r.files import output_dir
 
     output_dir(out, "an evaluation folder", "--out", create=False)  # before any trial runs
+    sim = WorldCell.load(world, "--world") if world is not None else None
     plan = TrialPlan(nominal, lighting, belt_speed, novel_object, combined, trial_seed)
     config = EvalConfig(plan, seed, batch, workers, max_duration, videos, ensemble, shaping)
     pol = resolve_policy(policy)
@@ -81,7 +90,7 @@ def eval_command(
                     soft_wrap=True,
                 )
 
-        res = evaluate(pol, lab, config, out=out, name=policy, on_trial=show)
+        res = evaluate(pol, lab, config, out=out, name=policy, on_trial=show, world=sim)
     res.save(out)
     console.print(Markdown(results_table(res)))
     t = res.timing

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 from r2s2r.errors import ConfigError, R2S2RError
-from r2s2r.lab.real_cell import RealCell
+from r2s2r.lab.real_cell import TrialCell
 from r2s2r.policy.protocol import ChunkPolicy
 from r2s2r.world import rizon
 from r2s2r.world.cell import POLICY_CAMERAS
@@ -43,8 +43,9 @@ class TrialPolicy(Protocol):
     cameras: tuple[str, ...]  # policy cameras the lab should observe (may be empty)
     image_size: int
 
-    def begin(self, lab: RealCell, rng: np.random.Generator) -> StepFn:
-        """Start a trial on ``lab`` (just reset); returns the function giving each step's action."""
+    def begin(self, lab: TrialCell, rng: np.random.Generator) -> StepFn:
+        """Start a trial on ``lab`` (just reset; the lab twin or a simulated cell behind the lab's
+        interface); returns the function giving each step's action."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class ScriptedOperator:
     cameras: tuple[str, ...] = ()
     image_size: int = 96
 
-    def begin(self, lab: RealCell, rng: np.random.Generator) -> StepFn:
+    def begin(self, lab: TrialCell, rng: np.random.Generator) -> StepFn:
         from r2s2r.behavior.demos import make_operator
         from r2s2r.behavior.teleop import OperatorConfig
 

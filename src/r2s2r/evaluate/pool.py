@@ -1,11 +1,12 @@
-"""Lab slots: several copies of one lab twin, each running a trial, in this process or in workers.
+"""Lab slots: several copies of one cell, each running a trial, in this process or in workers.
 
-A slot is a ``LabTwin`` of the evaluated lab running one trial at a time. ``LabPool`` places slot
+A slot is a cell (a ``TrialCell``: the lab twin of the evaluated lab, or a simulated world behind
+the lab's interface; ``r2s2r.evaluate.cells``) running one trial at a time. ``LabPool`` places slot
 ``s`` in worker ``s % workers`` (``workers == 1`` keeps every slot in this process). For a chunk policy it steps
 all slots at once, one control step per call (each worker steps its slots in order while the
 other workers step theirs); for a ``TrialPolicy`` each worker runs its slots' trials to the end
-on its own (``run``). The
-lab twin is deterministic per (lab seed, trial seed), so what a slot does depends only on its
+on its own (``run``). A
+cell is deterministic per (cell, trial seed), so what a slot does depends only on its
 trials and the actions it is sent, never on which process holds it.
 
 Per trial a slot records: the verdict, steps, safety-filter changes (the lab's
@@ -27,8 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from r2s2r.errors import R2S2RError
+from r2s2r.evaluate.cells import EvalCell
 from r2s2r.evaluate.policies import StepFn, TrialPolicy
 from r2s2r.evaluate.trials import Trial
+from r2s2r.lab.shaping import CommandShaper
 from r2s2r.world.cell import CellConfig
 
 Obs = dict[str, np.ndarray]
@@ -49,6 +52,7 @@ class SlotResult:
     lab_seconds: float
     policy_seconds: float
     video: str | None
+    shaped: int | None = None  # given actions: steps whose command the shaping changed (None: not shaped)
 
 
 class _Running:
@@ -60,31 +64,32 @@ class _Running:
         self.steps = 0
         self.lab_seconds = 0.0
         self.policy_seconds = 0.0
+        self.shaped = 0
         self.obs: Obs | None = None
 
 
 class LabSlots:
-    """The slots one process holds (built lazily: a lab twin costs memory for every object it
+    """The slots one process holds (built lazily: a cell costs memory for every object it
     has rendered)."""
 
     def __init__(
         self,
-        lab_seed: int,
+        source: EvalCell,
         cell: CellConfig,
         policy: TrialPolicy | None,
         policy_seed: int,
         video_dir: Path | None,
+        shaping: bool = False,
     ) -> None:
-        self.lab_seed, self.cell, self.policy, self.policy_seed = lab_seed, cell, policy, policy_seed
+        self.source, self.cell, self.policy, self.policy_seed = source, cell, policy, policy_seed
         self.video_dir = video_dir
+        self.shaping = shaping  # given actions (a chunk policy's) pass the teleop system's shaping
         self.labs: dict[int, object] = {}
         self.running: dict[int, _Running] = {}
 
     def _lab(self, slot: int):
         if slot not in self.labs:
-            from r2s2r.lab.twin import LabTwin
-
-            self.labs[slot] = LabTwin(self.lab_seed, self.cell)
+            self.labs[slot] = self.source.build(self.cell)
         return self.labs[slot]
 
     def start(self, trials: Mapping[int, Trial], want: set[int]) -> dict[int, Obs | None]:
@@ -130,6 +135,9 @@ class LabSlots:
                 t0 = time.perf_counter()
                 action = run.step_fn(run.obs)
                 run.policy_seconds += time.perf_counter() - t0
+            elif self.shaping:  # from the robot's current command, as the teleop system sends
+                action, changed = CommandShaper(lab.control_dt).shape(lab.last_command("right"), action)
+                run.shaped += changed
             action = np.asarray(action, dtype=np.float64)
             t0 = time.perf_counter()
             # a chunk policy reads the images only at re-plans (``want``); a TrialPolicy may read any
@@ -181,6 +189,7 @@ class LabSlots:
             lab_seconds=run.lab_seconds,
             policy_seconds=run.policy_seconds,
             video=video,
+            shaped=run.shaped if self.shaping and run.step_fn is None else None,
         )
 
 
@@ -202,20 +211,21 @@ def _serve(conn, args) -> None:
 
 
 class LabPool:
-    """``slots`` lab slots over ``workers`` processes (``workers == 1``: this process)."""
+    """``slots`` slots of cell ``source`` over ``workers`` processes (``workers == 1``: this process)."""
 
     def __init__(
         self,
-        lab_seed: int,
+        source: EvalCell,
         cell: CellConfig,
         slots: int,
         workers: int,
         policy: TrialPolicy | None = None,
         policy_seed: int = 0,
         video_dir: Path | None = None,
+        shaping: bool = False,
     ) -> None:
         self.workers = max(1, min(workers, slots))
-        args = (lab_seed, cell, policy, policy_seed, video_dir)
+        args = (source, cell, policy, policy_seed, video_dir, shaping)
         self._local = LabSlots(*args) if self.workers == 1 else None
         self._conns, self._procs = [], []
         if self._local is None:

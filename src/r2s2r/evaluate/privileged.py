@@ -128,15 +128,14 @@ class PrivilegedPolicy:
             raise R2S2RError(f"{self.run}: not a privileged-state policy (train it with STATE_PRESET)")
         k, step, chunk = policy.execute_steps, 0, None
         shaper = CommandShaper(lab.control_dt)  # as evaluation shapes an image policy's commands
-        sent = np.asarray(lab.read_encoders("right"), dtype=float)
 
         def act(obs: Mapping[str, np.ndarray]) -> np.ndarray:
-            nonlocal step, chunk, sent
+            nonlocal step, chunk
             if step % k == 0:
                 x = np.concatenate([obs["proprio"], state_features(lab.human_view())]).astype(np.float32)
                 chunk = policy.predict_chunk({"proprio": x[None]}, rng)[0]
-            sent, _ = shaper.shape(sent, chunk[step % k])
+            action, _ = shaper.shape(lab.last_command("right"), chunk[step % k])
             step += 1
-            return sent.astype(np.float32)
+            return action
 
         return act

@@ -1,7 +1,8 @@
 """Results of an evaluation: per-trial outcomes on a trial list, their summaries, ``results.json``.
 
-``results.json`` holds everything a comparison needs: the policy's name, the lab, the settings,
-the trial list itself (conditions and seeds), and per trial: success, failure mode, duration,
+``results.json`` holds everything a comparison needs: the policy's name, the lab, the cell the trials
+ran in (the lab twin, or a simulated world: its file and content hash), the settings, the trial list
+itself (conditions and seeds), and per trial: success, failure mode, duration,
 the safety filter's changes, the rollout's trace hash and (optionally) its video.
 """
 
@@ -51,7 +52,7 @@ class TrialOutcome:
 
 @dataclass(frozen=True)
 class EvalResults:
-    """A policy's outcomes on a lab's trial list (in trial order)."""
+    """A policy's outcomes on a lab's trial list (in trial order), run in that lab or in a simulated world."""
 
     policy: str
     lab: int
@@ -59,10 +60,23 @@ class EvalResults:
     trials: TrialList
     outcomes: tuple[TrialOutcome, ...]
     timing: dict[str, float] = field(default_factory=dict)
+    # where the trials ran: None, the lab twin ``lab``; else a simulated world, recorded as
+    # {"kind": "world", "world": its file, "world_hash": WorldParams.content_hash()}
+    cell: dict | None = None
 
     def __post_init__(self) -> None:
         if [o.index for o in self.outcomes] != [t.index for t in self.trials]:
             raise ConfigError(f"results of {self.policy!r}: expected one outcome per trial, in trial order")
+        if self.cell is not None and _cell_record(self.cell, f"results of {self.policy!r}") != self.cell:
+            raise ConfigError(
+                f"results of {self.policy!r}: cell: expected None (the lab twin) or a world record, got {self.cell!r}"
+            )
+
+    def where(self) -> str:
+        """Where the trials ran, in words: ``lab 1`` or ``world FILE (hash H, lab 1's trials)``."""
+        if self.cell is None:
+            return f"lab {self.lab}"
+        return f"world {self.cell['world']} (hash {self.cell['world_hash']}, lab {self.lab}'s trials)"
 
     # --- summaries ------------------------------------------------------------------------
     def successes(self) -> list[bool]:
@@ -106,6 +120,7 @@ class EvalResults:
             "schema": SCHEMA,
             "policy": self.policy,
             "lab": self.lab,
+            "cell": self.cell if self.cell is not None else {"kind": "lab", "lab": self.lab},
             "settings": self.settings,
             "summary": summary,
             "timing": self.timing,
@@ -121,7 +136,9 @@ class EvalResults:
         try:
             trials = TrialList.from_json(obj["trial_list"])
             outcomes = tuple(TrialOutcome(**o) for o in obj["outcomes"])
-            return cls(obj["policy"], int(obj["lab"]), obj["settings"], trials, outcomes, obj.get("timing", {}))
+            cell = _cell_record(obj.get("cell"), source)
+            lab = int(obj["lab"])
+            return cls(obj["policy"], lab, obj["settings"], trials, outcomes, obj.get("timing", {}), cell)
         except (KeyError, TypeError) as e:
             raise ConfigError(f"{source}: malformed evaluation results ({e})") from e
 
@@ -145,3 +162,16 @@ class EvalResults:
         except json.JSONDecodeError as e:
             raise ConfigError(f"{file}: not valid JSON ({e})") from e
         return cls.from_json(obj, str(file))
+
+
+def _cell_record(obj: object, source: str) -> dict | None:
+    """A ``cell`` record, checked: None for the lab twin (also a file written before cells were
+    recorded), else ``{"kind": "world", "world": FILE, "world_hash": HASH}``."""
+    if obj is None or (isinstance(obj, dict) and obj.get("kind") == "lab"):
+        return None
+    if not (isinstance(obj, dict) and obj.get("kind") == "world" and {"world", "world_hash"} <= set(obj)):
+        raise ConfigError(
+            f"{source}: cell: expected {{'kind': 'lab', ...}} or {{'kind': 'world', 'world': FILE, 'world_hash': H}}, "
+            f"got {obj!r}"
+        )
+    return {"kind": "world", "world": str(obj["world"]), "world_hash": str(obj["world_hash"])}

@@ -1,4 +1,4 @@
-"""Batched rollouts of a policy over a lab's trial list.
+"""Batched rollouts of a policy over a lab's trial list, in that lab or in a simulated world.
 
 Trials run in *waves* of ``batch`` trials at once: wave ``w`` runs trials ``w*batch ...`` in lab
 slots 0..batch-1, all starting together, until every one of them has ended. At each control step
@@ -10,9 +10,10 @@ every ``execute_steps`` steps); its random draws come from a generator seeded by
 
 Reproducibility: the outcome of every trial is a function of the lab, the trial list, the policy,
 ``seed`` and ``batch`` (the batch composition feeds a stochastic chunk policy's draws), never of
-``workers`` or of interruptions. With an output folder each finished wave is written to
-``DIR/waves/wave_NNN.json``; a rerun with the same settings reuses finished waves and runs the
-rest, so a killed evaluation resumes where it stopped and ends with the same results.
+``workers`` or of interruptions. With ``world`` the trials (the lab's list: same conditions, objects,
+belt speeds and seeds) run in that simulated world instead of the lab twin. With an output folder
+each finished wave is written to ``DIR/waves/wave_NNN.json``; a rerun with the same settings
+reuses finished waves and runs the rest, so a killed evaluation resumes where it stopped and ends with the same results.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 
 from r2s2r import atomic
 from r2s2r.errors import ConfigError, R2S2RError
+from r2s2r.evaluate.cells import LabCell, WorldCell
 from r2s2r.evaluate.policies import Policy, policy_kind
 from r2s2r.evaluate.pool import LabPool, SlotResult
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
@@ -53,6 +55,9 @@ class EvalConfig:
     videos: bool = False  # write DIR/videos/trial_NNN.mp4 (head-left and right-wrist captures)
     # overlapping chunks: weights exp(-m i), i = 0 the oldest (ACT's temporal ensembling); None: newest only
     ensemble: float | None = None
+    # a chunk policy's commands pass the teleop system's shaping (r2s2r.lab.shaping) on their way to the
+    # robot, as the operator's did: arm steps within 90 % of the rated speeds, targets inside the ranges
+    shaping: bool = True
 
     def __post_init__(self) -> None:
         for name, lo in (("seed", 0), ("batch", 1), ("workers", 1)):
@@ -60,16 +65,27 @@ class EvalConfig:
             if not isinstance(value, int) or value < lo:
                 raise ConfigError(f"eval --{name}: expected an integer >= {lo}, got {value!r}")
         check_decay(self.ensemble)
+        if not isinstance(self.shaping, bool):
+            raise ConfigError(f"eval --shaping: expected true or false, got {self.shaping!r}")
         if not self.max_duration > 0:
             raise ConfigError(f"eval --max-duration: expected a positive duration, got {self.max_duration!r}")
 
     def settings(self) -> dict:
         """What the outcomes depend on (and, informative only, workers and videos)."""
-        return {"seed": self.seed, "batch": self.batch, "max_duration": self.max_duration, "ensemble": self.ensemble}
+        return {
+            "seed": self.seed,
+            "batch": self.batch,
+            "max_duration": self.max_duration,
+            "ensemble": self.ensemble,
+            "shaping": self.shaping,
+        }
 
 
-def _wave_key(policy_name: str, trials: TrialList, config: EvalConfig) -> str:
-    text = json.dumps([policy_name, trials.digest(), config.settings()], sort_keys=True)
+def _wave_key(policy_name: str, trials: TrialList, config: EvalConfig, world: WorldCell | None) -> str:
+    parts = [policy_name, trials.digest(), config.settings()]
+    if world is not None:  # (a lab evaluation's key is as it was before worlds could be evaluated)
+        parts.append(world.describe()["world_hash"])
+    text = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -166,8 +182,10 @@ def evaluate(
     out: Path | None = None,
     name: str | None = None,
     on_trial: Callable[[TrialOutcome], None] | None = None,
+    world: WorldCell | None = None,
 ) -> EvalResults:
-    """Evaluate ``policy`` on lab twin ``lab``'s trial list under ``config``.
+    """Evaluate ``policy`` on lab twin ``lab``'s trial list under ``config``: in the lab twin, or with
+    ``world`` in that simulated world (the same trials; the results record which).
 
     ``name`` identifies the policy in the results (default: its class name); with ``out``, finished
     waves are kept in ``out/waves`` and reused by a rerun with the same settings, and videos go to
@@ -179,7 +197,10 @@ def evaluate(
     cell = CellConfig(image_size=policy.image_size, cameras=tuple(policy.cameras), max_duration=config.max_duration)
     control_dt = cell.control.control_dt
     max_steps = math.ceil(config.max_duration / control_dt + 1e-9) + 1
-    key = _wave_key(name, trials, config)
+    if world is not None and not isinstance(world, WorldCell):
+        raise ConfigError(f"evaluate: expected world to be a WorldCell or None, got {type(world).__name__}")
+    source = world if world is not None else LabCell(lab)
+    key = _wave_key(name, trials, config, world)
     waves = [list(trials.trials[i : i + config.batch]) for i in range(0, len(trials), config.batch)]
     video_dir = out / VIDEOS_DIR if out is not None and config.videos else None
     t_start = time.perf_counter()
@@ -192,7 +213,9 @@ def evaluate(
             if done is None:
                 if pool is None:
                     trial_policy = None if chunked else policy
-                    pool = LabPool(lab, cell, config.batch, config.workers, trial_policy, config.seed, video_dir)
+                    pool = LabPool(
+                        source, cell, config.batch, config.workers, trial_policy, config.seed, video_dir, config.shaping
+                    )
                 done, secs = _run_wave(pool, policy, chunked, w, wave, config, max_steps, on_trial, control_dt)
                 policy_seconds += secs
                 if out is not None:
@@ -215,7 +238,8 @@ def evaluate(
         "workers": float(max(1, min(config.workers, config.batch))),
     }
     settings = {**config.settings(), "workers": config.workers, "videos": config.videos}
-    return EvalResults(name, lab, settings, trials, tuple(outcomes), timing)
+    cell_record = world.describe() if world is not None else None
+    return EvalResults(name, lab, settings, trials, tuple(outcomes), timing, cell_record)
 
 
 def _load_wave(out: Path, w: int, key: str, wave: list[Trial]) -> list[TrialOutcome] | None:
@@ -229,7 +253,8 @@ def _load_wave(out: Path, w: int, key: str, wave: list[Trial]) -> list[TrialOutc
         raise ConfigError(f"{path}: unreadable finished wave ({e}); delete it to rerun that wave") from e
     if obj.get("key") != key:
         raise ConfigError(
-            f"{out}: holds an evaluation with other settings (policy, lab, trials, seed, batch or max duration); "
+            f"{out}: holds an evaluation with other settings (policy, lab, world, trials, seed, batch or max "
+            "duration); "
             "use another --out or delete its waves/"
         )
     if [o.index for o in outcomes] != [t.index for t in wave]:

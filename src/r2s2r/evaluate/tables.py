@@ -39,7 +39,7 @@ def results_table(res: EvalResults) -> str:
     rows.append(["**overall**", *_rate_cells(res.overall())])
     conf = f"{res.overall().confidence:.0%}"
     lines = [
-        f"# {res.policy} on lab {res.lab}",
+        f"# {res.policy} on {res.where()}",
         "",
         f"{len(res.outcomes)} trials (trial list {res.trials.digest()}); policy seed {res.settings.get('seed')}, "
         f"batch {res.settings.get('batch')}, max {res.settings.get('max_duration')} s per trial.",
@@ -62,6 +62,11 @@ def results_table(res: EvalResults) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _label(res: EvalResults) -> str:
+    """The policy, and the simulated world it ran in if not the lab."""
+    return res.policy if res.cell is None else f"{res.policy} (world {res.cell['world_hash']})"
+
+
 def comparison_table(results: Sequence[EvalResults], paired: Mapping[int, PairedComparison] | None = None) -> str:
     """Several policies side by side: per-condition success counts and the overall rate with its
     interval; with ``paired`` (policy index -> comparison against the first policy) the paired
@@ -73,17 +78,17 @@ def comparison_table(results: Sequence[EvalResults], paired: Mapping[int, Paired
         by = r.by_kind()
         o = r.overall()
         cells = [f"{by[k].successes}/{by[k].trials}" if k in by else "-" for k in kinds]
-        rows.append([r.policy, *cells, f"{o.successes}/{o.trials} ({o.rate:.0%})", f"[{o.low:.0%}, {o.high:.0%}]"])
+        rows.append([_label(r), *cells, f"{o.successes}/{o.trials} ({o.rate:.0%})", f"[{o.low:.0%}, {o.high:.0%}]"])
     lines = markdown_table(header, rows)
     if paired:
-        ref = results[0].policy
+        ref = _label(results[0])
         lines += ["", f"Paired against {ref} (same trials):", ""]
         prow = []
         for i, c in sorted(paired.items()):
             d = c.difference
             prow.append(
                 [
-                    results[i].policy,
+                    _label(results[i]),
                     f"{100 * d.estimate:+.0f}",
                     f"[{100 * d.low:+.0f}, {100 * d.high:+.0f}]",
                     f"{c.only_a} / {c.only_b}",

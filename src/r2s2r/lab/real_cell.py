@@ -74,8 +74,11 @@ class HumanView:
 
 
 @runtime_checkable
-class RealCell(Protocol):
-    """A real (or twin) pick-and-sort cell."""
+class TrialCell(Protocol):
+    """What running trials needs of a cell: the trial itself, the person's view, the arm's encoders
+    and factory calibration (the teleoperator's IK), full-resolution captures (trial videos) and the
+    safety filter's counts. Every ``RealCell`` is one; so is a simulated cell behind the lab's
+    interface (``r2s2r.lab.simulated_cell.SimulatedCell``)."""
 
     cameras: tuple[str, ...]  # every camera by name; trials observe ``policy_cameras``
     policy_cameras: tuple[str, ...]
@@ -105,13 +108,24 @@ class RealCell(Protocol):
     def human_view(self) -> HumanView:
         """The scene as the teleoperator sees it (see ``HumanView``)."""
 
-    # --- measurements ---------------------------------------------------------------------
     def capture(self, camera: str) -> np.ndarray:
         """One full-resolution frame (H, W, 3) uint8 of ``camera``."""
 
     def read_encoders(self, side: str) -> np.ndarray:
         """Joint encoders of one side: 7 arm + 20 hand (27,), rad."""
 
+    def factory_calibration(self, side: str) -> KinematicCalibration:
+        """The robot maker's kinematic calibration file of one arm."""
+
+    def safety_report(self) -> dict[str, int]:
+        """How many commands the safety filter changed, by kind of violation."""
+
+
+@runtime_checkable
+class RealCell(TrialCell, Protocol):
+    """A real (or twin) pick-and-sort cell: trials and every measurement calibration needs."""
+
+    # --- measurements ---------------------------------------------------------------------
     def move_to(self, side: str, q: np.ndarray, duration: float) -> EncoderRecord:
         """Smooth (minimum-jerk) joint move of one arm (7,) or arm + hand (27,) in ``duration`` s."""
 
@@ -131,9 +145,6 @@ class RealCell(Protocol):
     def mount_target(self, mount: TargetMount | None) -> None:
         """Mount a calibration target (on a flange or at a fixture), or remove it (None)."""
 
-    def factory_calibration(self, side: str) -> KinematicCalibration:
-        """The robot maker's kinematic calibration file of one arm."""
-
     def set_lighting(self, scale: float, tint: Vec3 = (1.0, 1.0, 1.0), azimuth: float = 0.0) -> None:
         """Dim/brighten, tint and turn the key light (as a condition's lighting shift does)."""
 
@@ -145,6 +156,3 @@ class RealCell(Protocol):
 
     def hold(self, duration: float) -> None:
         """Let ``duration`` s pass with the robots holding their commands."""
-
-    def safety_report(self) -> dict[str, int]:
-        """How many commands the safety filter changed, by kind of violation."""

@@ -68,7 +68,10 @@ class CommandShaper:
             raise ConfigError(f"command shaping: expected 27-D commands, got {previous.shape} and {command.shape}")
         if not np.all(np.isfinite(command)):
             return previous.copy(), True
+        fast = np.abs(command[:ARM] - previous[:ARM]) > self.max_step
+        if not (fast.any() or np.any(command < self.lo) or np.any(command > self.hi)):
+            return command, False  # sent as it is, to the bit
         out = np.empty_like(command)
         out[:ARM] = limit_arm_step(previous[:ARM], command[:ARM], self.max_step, self.lo[:ARM], self.hi[:ARM])
         out[ARM:] = np.clip(command[ARM:], self.lo[ARM:], self.hi[ARM:])
-        return out, bool(np.any(out != command))
+        return out, True

@@ -15,6 +15,7 @@ import numpy as np
 from r2s2r.errors import ConfigError, UnknownNameError
 from r2s2r.geometry import min_jerk, quat_to_mat
 from r2s2r.lab.asbuilt import draw_as_built, factory_file
+from r2s2r.lab.person import PersonBias, person_view
 from r2s2r.lab.real_cell import EncoderRecord, GuardedMoveResult, HumanView, KinematicCalibration
 from r2s2r.lab.safety import SafetyFilter, SafetyLimits
 from r2s2r.world.cell import CellConfig, check_action
@@ -105,13 +106,7 @@ class LabTwin:
         # Captures during a trial draw their sensor noise from the trial's own stream, so a trial's
         # full-resolution images do not depend on what the lab measured before it.
         self.__meas_rng = np.random.default_rng([_SALT, self.seed, int(seed), 2])
-        # A person misjudges consistently within a trial: ~6 mm, ~0.1 rad, ~8 % belt speed.
-        self.__person_bias = np.r_[
-            self.__person_rng.normal(0, 0.006, 2),
-            0.0,
-            self.__person_rng.normal(0, 0.1),
-            self.__person_rng.normal(0, 0.08),
-        ]
+        self.__person_bias = PersonBias.draw(self.__person_rng)
         self.__time = 0.0
         return self.observe()
 
@@ -151,19 +146,15 @@ class LabTwin:
         if self.__judge is None:
             raise ConfigError("human_view called before reset")
         eng, truth = self.__engine, self.__truth
-        bias, rng = self.__person_bias, self.__person_rng
-        T = eng.object_pose()
-        yaw = float(np.arctan2(T[1, 0], T[0, 0]))
-        belt_dir = quat_to_mat(truth.conveyor.pose.quat)[:, 0]
-        bins = {b.color: np.asarray(b.pose.pos) + np.r_[rng.normal(0, 0.005, 2), 0.0] for b in truth.bins}
-        return HumanView(
-            time=self.__time,
-            object_name=eng.object_name,
-            object_pos=T[:3, 3] + bias[:3] + rng.normal(0, 0.003, 3),
-            object_yaw=yaw + bias[3] + float(rng.normal(0, 0.05)),
-            belt_speed=eng.belt_speed * (1 + bias[4]),
-            belt_dir=belt_dir,
-            bin_pos=bins,
+        return person_view(
+            self.__time,
+            eng.object_name,
+            eng.object_pose(),
+            eng.belt_speed,
+            quat_to_mat(truth.conveyor.pose.quat)[:, 0],
+            {b.color: b.pose.pos for b in truth.bins},
+            self.__person_bias,
+            self.__person_rng,
         )
 
     @property

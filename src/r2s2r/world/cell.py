@@ -82,8 +82,9 @@ class SimCell:
         )
         self._engine.set_object_color(1 + rng.uniform(-r.object_color, r.object_color, 3))
 
-    def step(self, action: np.ndarray) -> tuple[dict[str, np.ndarray], Verdict]:
-        """Apply one action for one control period; returns (observation, verdict)."""
+    def step(self, action: np.ndarray, observe: bool = True) -> tuple[dict[str, np.ndarray], Verdict]:
+        """Apply one action for one control period; returns (observation, verdict). With ``observe``
+        False the observation holds only ``proprio`` (see ``observe``)."""
         if self._judge is None:
             raise ConfigError("step called before reset")
         self._engine.step({"right": check_action(action)})
@@ -92,11 +93,18 @@ class SimCell:
             self.verdict = self._judge.update(self._engine.data)
             if not self.verdict.done and self.time >= self.config.max_duration - 1e-9:
                 self.verdict = self._judge.finish()
-        return self.observe(), self.verdict
+        return self.observe(images=observe), self.verdict
 
-    def observe(self) -> dict[str, np.ndarray]:
+    def observe(self, images: bool = True) -> dict[str, np.ndarray]:
+        """The cameras' images and ``proprio``. With ``images`` False only ``proprio``: the sensor noise
+        stream advances as if the frames were taken, so later frames do not depend on skipped ones."""
         size = (self.config.image_size, self.config.image_size)
-        obs = {cam: self._engine.render(cam, size, self._rng) for cam in self.config.cameras}
+        if images:
+            obs = {cam: self._engine.render(cam, size, self._rng) for cam in self.config.cameras}
+        else:
+            obs = {}
+            for cam in self.config.cameras:
+                self._engine.skip_render(cam, size, self._rng)
         obs["proprio"] = self._engine.joint_positions("right")
         return obs
 

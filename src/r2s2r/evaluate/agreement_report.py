@@ -1,0 +1,173 @@
+"""The agreement table and figure: lab vs each simulated world's success per policy, and per world
+Pearson r and MMRV with bootstrap intervals and the per-trial agreement (``evaluate.agreement``).
+
+``agreement_table`` pairs results by policy name: every world must hold results of every lab policy,
+all on the lab's one trial list. ``write_agreement`` writes ``agreement.md``, ``agreement.json`` and
+``agreement.png`` (a scatter of sim against lab success, one marker per world, Wilson intervals as
+error bars, the diagonal where a world would agree exactly), each atomically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from r2s2r import atomic
+from r2s2r.errors import ConfigError
+from r2s2r.evaluate.agreement import Agreement, agreement
+from r2s2r.evaluate.results import EvalResults
+from r2s2r.evaluate.stats import Rate
+from r2s2r.evaluate.tables import markdown_table
+from r2s2r.files import output_dir
+
+TABLE_FILE, JSON_FILE, FIGURE_FILE = "agreement.md", "agreement.json", "agreement.png"
+
+
+@dataclass(frozen=True)
+class AgreementTable:
+    """Per policy its lab success and each world's; per world its agreement with the lab."""
+
+    policies: tuple[str, ...]
+    lab: tuple[Rate, ...]
+    sims: dict[str, tuple[Rate, ...]]  # world name -> success per policy (policy order)
+    agreements: dict[str, Agreement]  # world name -> agreement with the lab
+
+    def to_json(self) -> dict:
+        def clean(obj):  # NaN (an undefined r) as null: strict JSON
+            if isinstance(obj, float) and math.isnan(obj):
+                return None
+            if isinstance(obj, dict):
+                return {k: clean(v) for k, v in obj.items()}
+            if isinstance(obj, (list, tuple)):
+                return [clean(v) for v in obj]
+            return obj
+
+        return clean(
+            {
+                "policies": list(self.policies),
+                "lab": [dataclasses.asdict(r) for r in self.lab],
+                "sims": {w: [dataclasses.asdict(r) for r in rates] for w, rates in self.sims.items()},
+                "agreements": {w: dataclasses.asdict(a) for w, a in self.agreements.items()},
+            }
+        )
+
+
+def agreement_table(
+    lab: Sequence[EvalResults],
+    worlds: Mapping[str, Sequence[EvalResults]],
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> AgreementTable:
+    """Agreement of each world (name -> its results, one per policy) with the lab results ``lab``."""
+    names = [r.policy for r in lab]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"agreement table: expected one lab result per policy, got policies {names}")
+    if not worlds:
+        raise ConfigError("agreement table: expected the results of at least one simulated world")
+    sims, agreements = {}, {}
+    for world, results in worlds.items():
+        by_name = {r.policy: r for r in results}
+        missing = [n for n in names if n not in by_name]
+        if missing or len(by_name) != len(results):
+            raise ConfigError(
+                f"agreement table: world {world!r}: expected one result for each lab policy {names}, "
+                f"got {[r.policy for r in results]}"
+            )
+        pairs = [(by_name[n], r) for n, r in zip(names, lab, strict=True)]
+        sims[world] = tuple(by_name[n].overall() for n in names)
+        agreements[world] = agreement(pairs, resamples, confidence, seed)
+    return AgreementTable(tuple(names), tuple(r.overall() for r in lab), sims, agreements)
+
+
+def _pct(r: Rate) -> str:
+    return f"{r.successes}/{r.trials} ({r.rate:.0%})"
+
+
+def _num(x: float) -> str:
+    return "undefined" if math.isnan(x) else f"{x:.2f}"
+
+
+def _span(low: float, high: float) -> str:
+    return "undefined" if math.isnan(low) else f"[{low:.2f}, {high:.2f}]"
+
+
+def agreement_markdown(table: AgreementTable) -> str:
+    worlds = list(table.sims)
+    rows = [
+        [p, _pct(lab), *(_pct(table.sims[w][i]) for w in worlds)]
+        for i, (p, lab) in enumerate(zip(table.policies, table.lab, strict=True))
+    ]
+    lines = ["# Sim-vs-lab agreement", "", *markdown_table(["policy", "lab", *worlds], rows), ""]
+    arows = []
+    for w, a in table.agreements.items():
+        trials = sum(t.trials for t in a.per_trial)
+        same = sum(t.same for t in a.per_trial)
+        arows.append(
+            [
+                w,
+                _num(a.pearson),
+                _span(a.pearson_interval.low, a.pearson_interval.high),
+                _num(a.mmrv),
+                _span(a.mmrv_interval.low, a.mmrv_interval.high),
+                f"{same}/{trials} ({same / trials:.0%})",
+            ]
+        )
+    conf = f"{next(iter(table.agreements.values())).mmrv_interval.confidence:.0%}"
+    header = ["world", "Pearson r", f"{conf} CI", "MMRV", f"{conf} CI", "same outcome (trials)"]
+    lines += markdown_table(header, arows)
+    lines += [
+        "",
+        "Pearson r and MMRV (SIMPLER: mean over policies of the largest lab-success gap to a policy the world "
+        "orders differently; 0 is perfect) across policies; intervals are bootstrap percentiles over trials, "
+        "resampled jointly for the lab and the world of every policy. Same outcome: trials whose success in "
+        "the world equals the lab's.",
+    ]
+    lines += [f"\n{w}: {a.pearson_note}." for w, a in table.agreements.items() if a.pearson_note]
+    return "\n".join(lines) + "\n"
+
+
+def agreement_figure(table: AgreementTable) -> bytes:
+    """Scatter of sim against lab success (%), Wilson intervals as error bars; PNG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.0, 5.0))
+    ax.plot([0, 100], [0, 100], color="0.6", linestyle="--", linewidth=1, label="sim = lab")
+    x = [100 * r.rate for r in table.lab]
+    xerr = [[100 * (r.rate - r.low) for r in table.lab], [100 * (r.high - r.rate) for r in table.lab]]
+    for world, rates in table.sims.items():
+        a = table.agreements[world]
+        y = [100 * r.rate for r in rates]
+        yerr = [[100 * (r.rate - r.low) for r in rates], [100 * (r.high - r.rate) for r in rates]]
+        label = f"{world} (r {_num(a.pearson)}, MMRV {_num(a.mmrv)})"
+        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", capsize=3, alpha=0.85, label=label)
+    for name, xi in zip(table.policies, x, strict=True):
+        ax.annotate(name, (xi, 0), xytext=(0, 3), textcoords="offset points", fontsize=7, rotation=90, alpha=0.7)
+    ax.set_xlim(-3, 103)
+    ax.set_ylim(-3, 103)
+    ax.set_xlabel("success on the lab (%)")
+    ax.set_ylabel("success in simulation (%)")
+    ax.set_title("sim vs lab success per policy (95% Wilson intervals)")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def write_agreement(out: Path, table: AgreementTable) -> dict[str, Path]:
+    """Write ``agreement.md``, ``agreement.json`` and ``agreement.png`` into ``out`` (atomically)."""
+    out = output_dir(out, "an agreement folder")
+    return {
+        "table": atomic.write_text(out / TABLE_FILE, agreement_markdown(table)),
+        "json": atomic.write_json(out / JSON_FILE, table.to_json()),
+        "figure": atomic.write_bytes(out / FIGURE_FILE, agreement_figure(table)),
+    }
