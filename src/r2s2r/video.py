@@ -157,6 +157,13 @@ class VideoWriter:
             raise
         self.frames += 1
 
+    @property
+    def bytes_written(self) -> int:
+        """Bytes in the file so far (the encoder holds back a few frames until ``close``)."""
+        if self._state == "open":
+            return os.path.getsize(self._tmp)
+        return self.path.stat().st_size if self._state == "closed" and self.frames else 0
+
     def close(self) -> Path | None:
         """Flush the encoder, finish the file and rename it to ``path``; returns ``path`` (None, and
         no file, when no frame was written)."""
