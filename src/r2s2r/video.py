@@ -97,6 +97,7 @@ class VideoWriter:
         self.rate = _rate(fps)
         self.encoding = encoding
         self.frames = 0
+        self._encoded = 0
         self._state = "new"  # new -> open -> closed | aborted
         self._size: tuple[int, int] | None = None  # (width, height) of the frames given
         self._container = None
@@ -151,18 +152,19 @@ class VideoWriter:
         vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")
         vf.pts = self.frames
         try:
-            self._container.mux(self._stream.encode(vf))
+            packets = self._stream.encode(vf)
+            self._encoded += sum(p.size for p in packets)
+            self._container.mux(packets)
         except BaseException:
             self.abort()
             raise
         self.frames += 1
 
     @property
-    def bytes_written(self) -> int:
-        """Bytes in the file so far (the encoder holds back a few frames until ``close``)."""
-        if self._state == "open":
-            return os.path.getsize(self._tmp)
-        return self.path.stat().st_size if self._state == "closed" and self.frames else 0
+    def encoded_bytes(self) -> int:
+        """Bytes of the encoded frames so far (the encoder may hold back the last few until ``close``;
+        the file adds a small header and index)."""
+        return self._encoded
 
     def close(self) -> Path | None:
         """Flush the encoder, finish the file and rename it to ``path``; returns ``path`` (None, and
@@ -175,7 +177,9 @@ class VideoWriter:
         if self._state != "open":
             raise R2S2RError(f"{self.path}: the video writer was aborted; there is no video to close")
         try:
-            self._container.mux(self._stream.encode(None))
+            packets = self._stream.encode(None)
+            self._encoded += sum(p.size for p in packets)
+            self._container.mux(packets)
             self._container.close()
             self._container = self._stream = None
             fd = os.open(self._tmp, os.O_RDONLY)

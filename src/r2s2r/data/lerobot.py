@@ -188,7 +188,7 @@ class _VideoFiles:
 
     def add(self, frames: np.ndarray) -> dict[str, Any]:
         w = self.writer
-        if w is not None and _full(w.bytes_written, w.frames, len(frames), self.config.video_files_size_in_mb):
+        if w is not None and _full(w.encoded_bytes, w.frames, len(frames), self.config.video_files_size_in_mb):
             self.close()
             self.chunk, self.file = _next_file(self.chunk, self.file, self.config.chunks_size)
         if self.writer is None:
