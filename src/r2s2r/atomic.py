@@ -1,18 +1,22 @@
 """Atomic file output: write to a temporary name in the same folder, then rename.
 
-A run killed at any moment leaves either the old file or the new one, never half a file.
+A run killed at any moment leaves either the old file or the new one, never half a file; ``folder``
+does the same for a whole folder of files (an export).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from r2s2r.errors import R2S2RError
-from r2s2r.files import output_file
+from r2s2r.files import output_dir, output_file
 
 
 def temp_beside(path: Path) -> tuple[int, str]:
@@ -53,3 +57,35 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
 def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as indented, key-sorted JSON atomically."""
     return write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+@contextlib.contextmanager
+def folder(path: str | os.PathLike[str], what: str = "an output folder", option: str | None = None) -> Iterator[Path]:
+    """Build a folder atomically: yields a hidden temporary folder beside ``path`` to fill; when the
+    block ends normally, its files are synced and it is renamed to ``path`` (which must not exist or
+    be an empty folder); when it raises, the temporary folder is removed. A run killed meanwhile
+    leaves at most the hidden ``.<name>.*.tmp`` folder, never a half-written ``path``."""
+    path = output_dir(path, what, option, create=False)
+    name = f"{option} {path}" if option else str(path)
+    if path.is_dir() and any(path.iterdir()):
+        raise R2S2RError(f"{name}: is not empty; expected a new or empty folder for {what}")
+    output_dir(path.parent, what, option)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        os.chmod(tmp, 0o755)
+    except OSError as e:
+        raise R2S2RError(f"{name}: cannot be written ({e.strerror or e})") from None
+    try:
+        yield tmp
+        for f in sorted(p for p in tmp.rglob("*") if p.is_file()):
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.rename(tmp, path)  # replaces an empty folder; a folder filled meanwhile makes it fail
+    except BaseException as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError):
+            raise R2S2RError(f"{name}: cannot be written ({e.strerror or e}); expected {what}") from None
+        raise

@@ -1,10 +1,12 @@
 """The dataset store every stage reads and writes: episodes in HDF5 shards (robomimic/MimicGen layout)
-plus ``manifest.json``; crash-safe resumable writing, reading, checking, statistics and window sampling."""
+plus ``manifest.json``; crash-safe resumable writing, reading, checking, statistics, window sampling and
+export to LeRobot's format."""
 
 from r2s2r.data.check import CheckReport, ShardReport, check_dataset
 from r2s2r.data.dataset import Dataset
 from r2s2r.data.episode import Episode, check_episode
 from r2s2r.data.features import DEFAULT_CAMERAS, Feature, standard_features
+from r2s2r.data.lerobot import ExportReport, LeRobotExport, export_lerobot
 from r2s2r.data.manifest import MANIFEST, SCHEMA_VERSION, EpisodeEntry, Manifest
 from r2s2r.data.provenance import SOURCES, Provenance
 from r2s2r.data.sampler import DEFAULT_OBS_KEYS, WindowSampler
@@ -24,8 +26,10 @@ __all__ = [
     "DatasetWriter",
     "Episode",
     "EpisodeEntry",
+    "ExportReport",
     "Feature",
     "FeatureStats",
+    "LeRobotExport",
     "Manifest",
     "Provenance",
     "ShardReport",
@@ -34,6 +38,7 @@ __all__ = [
     "check_dataset",
     "check_episode",
     "compute_stats",
+    "export_lerobot",
     "feature_stats",
     "pooled_stats",
     "standard_features",

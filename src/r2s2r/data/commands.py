@@ -1,4 +1,4 @@
-"""``data_check`` and ``data_show``: the ``r2s2r data`` subcommands (the CLI wires them in ``r2s2r.cli``)."""
+"""``data_check``, ``data_show`` and ``data_export``: the ``r2s2r data`` subcommands (wired in ``r2s2r.cli``)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from rich.table import Table
 from r2s2r import atomic
 from r2s2r.data.check import check_dataset, span
 from r2s2r.data.dataset import Dataset
-from r2s2r.errors import R2S2RError
-from r2s2r.files import output_file
+from r2s2r.data.manifest import Manifest
+from r2s2r.errors import R2S2RError, UnknownNameError
+from r2s2r.files import input_dir, output_dir, output_file
 
 SHOW_EPISODES = 4
+EXPORT_FORMATS = ("lerobot",)
 
 
 def data_check(path: Path, *, console: Console | None = None) -> None:
@@ -109,3 +111,38 @@ def data_show(path: Path, out: Path | None = None, *, console: Console | None = 
         written = _frame_grid(ds, Path(out) if out is not None else path / "samples.png")
     if written is not None:
         console.print(f"sample frames: {written}")
+
+
+def data_export(
+    path: Path,
+    format: str,
+    out: Path,
+    crf: int | None = None,
+    task: str | None = None,
+    *,
+    console: Console | None = None,
+) -> None:
+    """Export the dataset at ``path`` in ``format`` (one of ``EXPORT_FORMATS``) to the new folder ``out``;
+    ``crf``: lossy video at that H.264 rate factor instead of lossless; ``task``: the task string."""
+    from r2s2r.data.lerobot import TASK, LeRobotExport, export_lerobot
+    from r2s2r.progress import count_progress
+    from r2s2r.video import VideoEncoding
+
+    console = console or Console(stderr=True)
+    if format not in EXPORT_FORMATS:
+        raise UnknownNameError("export format", format, EXPORT_FORMATS)
+    Manifest.load(input_dir(path, "an r2s2r dataset folder", "DIR"))  # a bad DIR fails before the progress bar
+    out = output_dir(out, "a LeRobot dataset folder", "--out", create=False)
+    if out.is_dir() and any(out.iterdir()):
+        raise R2S2RError(f"--out {out}: is not empty; expected a new or empty folder (an export never overwrites)")
+    config = LeRobotExport(task=TASK if task is None else task, video=VideoEncoding(crf=crf, gop=2))
+    with count_progress("export", console) as bar:
+        job = bar.add_task("export", total=None, status="")
+        report = export_lerobot(
+            path, out, config, on_episode=lambda done, total: bar.update(job, completed=done, total=total)
+        )
+    video = "lossless video" if crf is None else f"video at CRF {crf}"
+    console.print(
+        f"{report.episodes} episodes, {report.frames} frames -> {out} "
+        f"(LeRobot v3.0, {video}, {report.size_bytes / 2**20:.1f} MiB)"
+    )

@@ -106,7 +106,7 @@ class LabSlots:
                 step = self.policy.begin(lab, np.random.default_rng([self.policy_seed, trial.index]))
             video = None
             if self.video_dir is not None:
-                from r2s2r.generate.one import VideoWriter
+                from r2s2r.video import VideoWriter
 
                 video = VideoWriter(self.video_dir / f"trial_{trial.index:03d}.mp4", 1.0 / lab.control_dt)
             run = _Running(trial, step, safety0, video)
@@ -119,9 +119,9 @@ class LabSlots:
     def _film(self, slot: int) -> None:
         run = self.running[slot]
         if run.video is not None:
-            from r2s2r.generate.one import VIDEO_CAMERAS
+            from r2s2r.video import VIDEO_CAMERAS, side_by_side
 
-            run.video.add_images([self.labs[slot].capture(c) for c in VIDEO_CAMERAS])
+            run.video.write(side_by_side([self.labs[slot].capture(c) for c in VIDEO_CAMERAS]))
 
     def step(
         self, actions: Mapping[int, np.ndarray | None], want: set[int]

@@ -15,12 +15,10 @@ from r2s2r.errors import R2S2RError, UnknownNameError
 from r2s2r.files import output_file
 from r2s2r.generate.attempt import BehaviorInputs
 from r2s2r.generate.rollout import Behavior, RolloutResult, rollout
+from r2s2r.video import TILE_SIZE, VIDEO_CAMERAS, VideoWriter, side_by_side
 from r2s2r.world.cell import CellConfig, SimCell
 from r2s2r.world.conditions import sample_condition
 from r2s2r.world.params import WorldParams
-
-VIDEO_CAMERAS = ("head_left", "right_wrist")
-VIDEO_SIZE = (320, 240)  # per camera tile, px
 
 
 def _teleop(inputs: BehaviorInputs) -> Behavior:
@@ -57,43 +55,6 @@ def make_behavior(name: str, inputs: BehaviorInputs) -> Behavior:
     return BEHAVIORS[name](inputs)
 
 
-class VideoWriter:
-    """Frames of ``VIDEO_CAMERAS`` side by side, written as an MP4 (``mp4v``) at the control rate
-    to a temporary name and renamed into place by ``close``."""
-
-    def __init__(self, path: Path, fps: float) -> None:
-        import cv2
-
-        self.path = path = output_file(path, "an MP4 video", suffix=".mp4")
-        self._tmp = path.with_name(f".{path.stem}.tmp.mp4")
-        size = (VIDEO_SIZE[0] * len(VIDEO_CAMERAS), VIDEO_SIZE[1])
-        self._writer = cv2.VideoWriter(str(self._tmp), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
-        if not self._writer.isOpened():
-            raise R2S2RError(f"--video: OpenCV cannot write MP4 to {str(path)!r}")
-        self.frames = 0
-
-    def add(self, cell: SimCell) -> None:
-        self.add_images([cell.render(c, VIDEO_SIZE) for c in VIDEO_CAMERAS])
-
-    def add_images(self, images: list[np.ndarray]) -> None:
-        """One frame from given RGB uint8 images of ``VIDEO_CAMERAS`` (any size: each is resized
-        to ``VIDEO_SIZE``), e.g. a lab's captures."""
-        import cv2
-
-        if len(images) != len(VIDEO_CAMERAS):
-            raise R2S2RError(f"video frame: expected {len(VIDEO_CAMERAS)} images {VIDEO_CAMERAS}, got {len(images)}")
-        tiles = [
-            img if img.shape[1::-1] == VIDEO_SIZE else cv2.resize(img, VIDEO_SIZE, interpolation=cv2.INTER_AREA)
-            for img in images
-        ]
-        self._writer.write(cv2.cvtColor(np.concatenate(tiles, axis=1), cv2.COLOR_RGB2BGR))
-        self.frames += 1
-
-    def close(self) -> None:
-        self._writer.release()
-        self._tmp.replace(self.path)
-
-
 def generate_one(
     behavior: Behavior,
     world: WorldParams,
@@ -103,25 +64,34 @@ def generate_one(
     config: CellConfig = CellConfig(),
 ) -> RolloutResult:
     """One episode of ``behavior`` in ``world`` under a ``condition_kind`` condition drawn from
-    ``seed``; with ``video``, an MP4 of it."""
+    ``seed``; with ``video``, an MP4 of it (none when the episode has no step)."""
     rng = np.random.default_rng([seed, 0x6E1])
     condition = sample_condition(condition_kind, rng)
     cell = SimCell(world, config)
     writer = VideoWriter(video, 1.0 / config.control.control_dt) if video is not None else None
+
+    def film(c: SimCell, _step: int) -> None:
+        writer.write(side_by_side([c.render(cam, TILE_SIZE) for cam in VIDEO_CAMERAS]))
+
     try:
-        return rollout(
+        result = rollout(
             cell,
             behavior,
             condition,
             rng,
             {"seed": seed},
             keep_failures=True,
-            on_frame=None if writer is None else (lambda c, _step: writer.add(c)),
+            on_frame=None if writer is None else film,
         )
-    finally:
+    except BaseException:
         if writer is not None:
-            writer.close()
+            writer.abort()
+        raise
+    finally:
         cell.close()
+    if writer is not None:
+        writer.close()
+    return result
 
 
 def generate_one_command(
@@ -151,7 +121,7 @@ def generate_one_command(
     res = generate_one(beh, params, condition, seed, video)
     outcome = "success" if res.success else f"failure ({res.failure})"
     secs = ", ".join(f"{k} {v:.2f} s" for k, v in res.seconds.items())
-    where = f"; video {video}" if video is not None else ""
+    where = f"; video {video}" if video is not None and res.steps else ""  # no step, no frame, no video
     Console(stderr=True).print(
         f"{behavior} episode, seed {seed}, {condition}: {outcome} in {res.steps} steps ({secs}){where}"
     )
