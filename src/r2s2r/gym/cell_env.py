@@ -1,4 +1,11 @@
-"""``CellEnv``: what the simulated-cell and lab-twin Gymnasium environments share.
+"""``CellEnv``: a Gymnasium environment over any cell behind the lab's trial interface (``TrialCell``).
+
+The simulated-cell and lab-twin environments are this one episode engine over two cells (a
+``SimulatedCell`` and a ``LabTwin``); ``CellEnv(LabCell(0).build)`` or ``CellEnv(WorldCell.load(path).build)``
+(``r2s2r.evaluate.cells``) runs it directly. The environment sees the cell only through
+``TrialCell``: trials (reset to a condition and a trial seed, act, the scorer's verdict, the trial
+time, the last command), the safety filter's counts and the operator's station (``human_view``,
+encoders, the factory calibration file, the control period).
 
 An episode is one trial. ``reset(seed=...)`` draws the trial's condition (of the environment's
 condition kind) and the trial's own seed from the environment's ``np_random``, so the same seed
@@ -16,8 +23,8 @@ gives the same episode: same condition, same observation bytes for the same acti
   ``missed`` or ``timeout``);
 - ``info``: the judge's ``success``, ``failure`` (None or one of ``r2s2r.world.judge.FAILURES``),
   ``touched``, ``lifted``; ``time`` (s into the trial); ``command``, the 27 joint targets that
-  reached the robot after the cell's action checks; ``safety``, how many commands those checks
-  changed during the episode, by kind.
+  reached the robot after the cell's safety filter; ``safety``, how many commands the filter changed
+  during the episode, by kind (``non_finite``, ``joint_limit``, ...; only kinds that occurred).
 
 ``reset`` returns ``info`` with the trial's ``condition`` (an ``r2s2r.world.conditions.Condition``)
 and ``trial_seed``: the experimenter's record of the trial, not something a policy may read.
@@ -25,7 +32,7 @@ and ``trial_seed``: the experimenter's record of the trial, not something a poli
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium
@@ -34,30 +41,35 @@ import numpy as np
 from r2s2r.errors import ConfigError
 from r2s2r.gym.spaces import action_space, check_env_args, observation_space, to_observation
 from r2s2r.gym.station import TeleopStation
-from r2s2r.lab.real_cell import HumanView
+from r2s2r.lab.real_cell import HumanView, TrialCell
+from r2s2r.world.cell import POLICY_CAMERAS, CellConfig
 from r2s2r.world.conditions import Condition, sample_condition
 from r2s2r.world.engine import ControlConfig
-from r2s2r.world.judge import Verdict
+from r2s2r.world.scene import SIDES
 
 TIME_LIMIT_FAILURES = ("missed", "timeout")  # the judge's verdicts at the time limit (``Judge.finish``)
 
 
-class CellEnv(gymnasium.Env, ABC):
-    """Base of the r2s2r environments (see the module docstring for the episode's contract).
+class CellEnv(gymnasium.Env):
+    """Trials on the cell that ``build(config)`` makes; reward 1.0 on success, else 0.0 (sparse).
 
-    Subclasses build the cell and implement ``_start``, ``_act``, ``_verdict``, ``_time``,
-    ``_command``, ``_safety_counts``, ``_human_view`` and ``_station``.
+    ``build``: makes the ``TrialCell`` from a ``CellConfig`` (cameras, image size, max duration),
+    after the other arguments are checked; ``condition``: the kind of condition each episode draws
+    (``r2s2r.world.conditions.KINDS``); ``cameras``: the observed cameras; ``image_size``: their
+    square size in px; ``max_duration``: s of trial time before truncation; ``render_mode``: None or
+    ``"rgb_array"``. See the module docstring for the episode's contract.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": round(1.0 / ControlConfig().control_dt)}
 
     def __init__(
         self,
-        condition: str,
-        cameras: tuple[str, ...],
-        image_size: int,
-        max_duration: float,
-        render_mode: str | None,
+        build: Callable[[CellConfig], TrialCell],
+        condition: str = "nominal",
+        cameras: tuple[str, ...] = POLICY_CAMERAS,
+        image_size: int = 48,
+        max_duration: float = 25.0,
+        render_mode: str | None = None,
     ) -> None:
         cameras = tuple(cameras)
         check_env_args(condition, cameras, max_duration, render_mode)
@@ -68,41 +80,11 @@ class CellEnv(gymnasium.Env, ABC):
         self.render_mode = render_mode
         self.action_space = action_space()
         self.observation_space = observation_space(cameras, self.image_size)
+        config = CellConfig(image_size=self.image_size, cameras=self.cameras, max_duration=self.max_duration)
+        self._cell = build(config)
+        self._safety0: dict[str, int] = {}  # the filter's counts when the episode started
         self._ended: bool | None = None  # None: no episode yet
         self._frame: np.ndarray | None = None  # the last observed image of cameras[0], for render()
-
-    # --- subclass hooks ---------------------------------------------------------------------
-    @abstractmethod
-    def _start(self, condition: Condition, trial_seed: int) -> dict[str, np.ndarray]:
-        """Reset the cell to a trial of ``condition`` seeded by ``trial_seed``; its first raw observation."""
-
-    @abstractmethod
-    def _act(self, action: np.ndarray) -> dict[str, np.ndarray]:
-        """Send one action through the cell's checks, advance one control period; the raw observation."""
-
-    @abstractmethod
-    def _verdict(self) -> Verdict:
-        """The judge's verdict on the current trial."""
-
-    @abstractmethod
-    def _time(self) -> float:
-        """Seconds since the trial started."""
-
-    @abstractmethod
-    def _command(self) -> np.ndarray:
-        """The 27 joint targets the picking side is tracking (the last command as it reached the robot)."""
-
-    @abstractmethod
-    def _safety_counts(self) -> dict[str, int]:
-        """How many commands the cell's checks changed during this episode, by kind."""
-
-    @abstractmethod
-    def _human_view(self) -> HumanView:
-        """The trial as the teleoperator sees it."""
-
-    @abstractmethod
-    def _station(self) -> TeleopStation:
-        """The teleoperator's station of this cell."""
 
     # --- Gymnasium API ----------------------------------------------------------------------
     def reset(
@@ -118,7 +100,8 @@ class CellEnv(gymnasium.Env, ABC):
         elif not isinstance(condition, Condition):
             raise ConfigError(f"reset options['condition']: expected a Condition, got {type(condition).__name__}")
         trial_seed = int(self.np_random.integers(2**31))
-        obs = self._observation(self._start(condition, trial_seed))
+        self._safety0 = self._cell.safety_report()
+        obs = self._observation(self._cell.reset(condition, trial_seed))
         self._ended = False
         return obs, {"condition": condition, "trial_seed": trial_seed}
 
@@ -127,8 +110,8 @@ class CellEnv(gymnasium.Env, ABC):
             raise ConfigError("step called before reset")
         if self._ended:
             raise ConfigError("step: the episode has ended (terminated or truncated); call reset() to start another")
-        obs = self._observation(self._act(np.asarray(action)))
-        verdict = self._verdict()
+        obs = self._observation(self._cell.act(np.asarray(action)))
+        verdict = self._cell.verdict()
         truncated = verdict.done and verdict.failure in TIME_LIMIT_FAILURES
         terminated = verdict.done and not truncated
         self._ended = verdict.done
@@ -138,9 +121,9 @@ class CellEnv(gymnasium.Env, ABC):
             "failure": verdict.failure,
             "touched": bool(verdict.touched),
             "lifted": bool(verdict.lifted),
-            "time": float(self._time()),
-            "command": self._command().astype(np.float32),
-            "safety": dict(sorted(self._safety_counts().items())),
+            "time": float(self._cell.time),
+            "command": self._cell.last_command("right").astype(np.float32),
+            "safety": self._safety_counts(),
         }
         return obs, reward, terminated, truncated, info
 
@@ -153,19 +136,31 @@ class CellEnv(gymnasium.Env, ABC):
             raise ConfigError("render called before reset")
         return self._frame.copy()
 
+    def close(self) -> None:
+        """Release the cell's renderers (GL contexts); a later ``reset`` builds them again."""
+        self._cell.close()
+
     # --- the teleoperator's access (not part of the observation) ----------------------------
     def human_view(self) -> HumanView:
         """The current trial as a person at the cell sees it: for the teleoperator (the scripted
         operator), never for a policy under evaluation, which sees only the observation."""
         if self._ended is None:
             raise ConfigError("human_view called before reset")
-        return self._human_view()
+        return self._cell.human_view()
 
     @property
     def station(self) -> TeleopStation:
         """The teleoperator's station (``human_view``, encoders, the arm's calibration file), what
         ``ScriptedOperator().begin(station, rng)`` takes after ``reset``."""
-        return self._station()
+        cell = self._cell
+        calibration = {side: cell.factory_calibration(side) for side in SIDES}
+        return TeleopStation(cell.control_dt, self.human_view, cell.read_encoders, calibration)
+
+    def _safety_counts(self) -> dict[str, int]:
+        """How many commands the safety filter changed since ``reset``, by kind (nonzero kinds only)."""
+        now = self._cell.safety_report()
+        changed = {kind: n - self._safety0.get(kind, 0) for kind, n in now.items()}
+        return {kind: n for kind, n in sorted(changed.items()) if n}
 
     def _observation(self, raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         obs = to_observation(raw, self.observation_space)

@@ -15,7 +15,7 @@ evaluation runs a policy on the same trial list in the lab or in a simulator:
 - ``act(observe=False)`` skips the frames and advances the noise stream as if they were taken.
 
 Only trials: the measurement procedures of a ``RealCell`` (guarded moves, the scale, targets) are
-the lab's; a simulated world is open and read directly (``SimCell.engine``).
+the lab's; a simulated world is open and read directly (``SimulatedCell.sim``, a ``SimCell``).
 """
 
 from __future__ import annotations
@@ -50,6 +50,11 @@ class SimulatedCell:
         self.policy_cameras: tuple[str, ...] = config.cameras
         self.image_size: int = config.image_size
         self.control_dt: float = config.control.control_dt
+
+    @property
+    def sim(self) -> SimCell:
+        """The simulated cell itself: a simulated world is open (its engine, condition, renderers)."""
+        return self._cell
 
     # --- trials ---------------------------------------------------------------------------
     def reset(self, condition: Condition, seed: int) -> dict[str, np.ndarray]:
