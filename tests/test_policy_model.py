@@ -27,10 +27,11 @@ def test_every_preset_builds_and_gives_a_finite_loss_and_chunk(name):
     frames = 2 if cfg.past_frame else 1  # a past-frame policy also encodes the earlier observation
     keys = [*cfg.cameras, *(f"past/{c}" for c in cfg.cameras)][: frames * len(cfg.cameras)]
     images = {k: torch.randint(0, 256, (2, s, s, 3), dtype=torch.uint8) for k in keys}
-    proprio = torch.randn(2, frames * cfg.proprio_dim)
+    joints = 2 if cfg.past_frame and cfg.past_proprio else 1  # the earlier joints are read only with past_proprio
+    proprio = torch.randn(2, joints * cfg.proprio_dim)
     with torch.no_grad():
         tokens = model.encode(images, proprio)
-        assert tokens.shape == (2, frames * (len(cfg.cameras) * cfg.tokens_per_camera + 1), cfg.width)
+        assert tokens.shape == (2, frames * len(cfg.cameras) * cfg.tokens_per_camera + joints, cfg.width)
         loss = model(images, proprio, torch.randn(2, h, a), torch.randn(2, h, a), torch.rand(2))
         assert torch.isfinite(loss)
         assert model.sample(tokens, torch.randn(2, h, a)).shape == (2, h, a)

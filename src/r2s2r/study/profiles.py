@@ -31,6 +31,7 @@ class StudyProfile:
     lab: int = 0
     seed: int = 0  # seeds every stage's own draws (calibration poses, demos, generation, training, policy)
     n_real: int = 100
+    perturb_std: float = 0.0  # DART: rad of noise on the arm targets sent while the operator reaches (0: clean)
     n_sim: int = 1500  # admitted trajectories per grounding configuration
     preset: str = "cpu"
     train_steps: int | None = None  # None: the preset's
@@ -49,6 +50,8 @@ class StudyProfile:
             raise ConfigError(f"study profile: train_steps expected >= 1, got {self.train_steps}")
         if not 0 < self.ratio <= 1:
             raise ConfigError(f"study profile: ratio expected in (0, 1], got {self.ratio}")
+        if not 0 <= self.perturb_std < 1:
+            raise ConfigError(f"study profile: perturb_std expected in [0, 1) rad, got {self.perturb_std}")
         if self.lab < 0 or self.seed < 0:
             raise ConfigError(f"study profile: lab and seed expected >= 0, got {self.lab}, {self.seed}")
         get_preset(self.preset)  # a bad name fails here, with a hint
@@ -79,12 +82,13 @@ PROFILES: dict[str, StudyProfile] = {
         eval_batch=5,
     ),
     "quick": StudyProfile(
-        "the 50-trial protocol on a 2-core CPU in 1.5-2 hours: 30 real demos, 200 sim trajectories "
-        "per configuration, the cpu model (48 px) for 1200 steps",
-        n_real=30,
+        "the 50-trial protocol on a 2-core CPU in about 2 hours: 100 real demos collected with DART "
+        "perturbations, 200 sim trajectories per configuration, the cpu model (48 px) for 3000 steps",
+        n_real=100,
+        perturb_std=0.06,  # lab 0's DART demos: 6-9/24 -> 10-13/24 (docs/benchmarks.md)
         n_sim=200,
         preset="cpu",
-        train_steps=1200,
+        train_steps=3000,  # 11-13/24 nominal on lab 0 in the ladder (12-14 at 4000, 25 % more training)
     ),
     "paper": StudyProfile(
         "the study's sizes: 100 real demos, 1,500 sim trajectories per configuration, 96 px, the gpu "

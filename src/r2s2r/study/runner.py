@@ -101,6 +101,8 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
     demos: dict[int, str] = {}
     for n in sorted({pol.n_real or p.n_real for pol in design.policies} | {p.n_real}):
         key = {"stage": "demos", "lab": p.lab, "n": n, "seed": p.seed, "image_size": p.image_size, "version": version}
+        if p.perturb_std:  # (clean demos keep the key they had before DART could be asked for)
+            key["perturb_std"] = p.perturb_std
         demos[n] = f"demos-{n}"
         est = n * 1.1 * COST_S["demo_steps"] * COST_S["lab_step"] / workers
         run = lambda d, n=n: steps.collect(d, p, n, workers, console)  # noqa: E731

@@ -41,6 +41,7 @@ def calibrate(folder: Path, p: StudyProfile, console: Console) -> dict[str, Any]
 
 def collect(folder: Path, p: StudyProfile, n: int, workers: int, console: Console) -> dict[str, Any]:
     from r2s2r.behavior.demos import DemoConfig, collect_demos
+    from r2s2r.behavior.perturb import Perturbation
     from r2s2r.lab.twin import LabTwin
     from r2s2r.progress import count_progress
     from r2s2r.world.cell import CellConfig
@@ -52,7 +53,9 @@ def collect(folder: Path, p: StudyProfile, n: int, workers: int, console: Consol
         def show(attempt, demos, attempts):
             bar.update(task, completed=demos, status=f"attempts {attempts}, success {demos / attempts:.0%}")
 
-        stats = collect_demos(lab, folder / DATA, DemoConfig(n=n, seed=p.seed, workers=workers), p.lab, show)
+        perturb = Perturbation(p.perturb_std) if p.perturb_std else None
+        config = DemoConfig(n=n, seed=p.seed, workers=workers, perturb=perturb)
+        stats = collect_demos(lab, folder / DATA, config, p.lab, show)
     return {"demos": stats.demos, "attempts": stats.attempts, "failures": stats.failures, "safety": stats.safety}
 
 

@@ -45,7 +45,14 @@ PRESETS: dict[str, Preset] = {
         # keypoints=16 (spatial-softmax tokens) measured no better at 3,000 steps (docs/benchmarks.md): off.
         # object_state=1: the auxiliary object-state loss (labels: 'r2s2r demos label'), 2/24 -> 9/24 on lab 0
         PolicyConfig(
-            image_size=48, conv_channels=(16, 32, 64), token_grid=3, width=96, heads=4, past_frame=5, object_state=1.0
+            image_size=48,
+            conv_channels=(16, 32, 64),
+            token_grid=3,
+            width=96,
+            heads=4,
+            past_frame=5,
+            past_proprio=False,  # the earlier images only: 13-14/24 against 11-12/24 with the joints (benchmarks.md)
+            object_state=1.0,
         ),
         # lr 1e-3 and 4 flow samples per encoded observation: measured in docs/benchmarks.md ("policy
         # learning"); 10 % of the real demonstrations held out to pick the checkpoint
