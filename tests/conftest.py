@@ -8,6 +8,8 @@ import pytest
 import r2s2r  # noqa: F401  (sets MUJOCO_GL before mujoco is imported)
 from r2s2r.world.params import WorldParams
 
+SMOKE_WORKERS = 2  # the fewest that still run the demos', generation's and evaluation's worker pools
+
 
 @pytest.fixture(scope="session")
 def nominal() -> WorldParams:
@@ -72,3 +74,16 @@ def real_demos(tmp_path_factory):
     out = tmp_path_factory.mktemp("real_demos") / "demos"
     collect_demos(lab, out, DemoConfig(n=4, seed=6))  # blue cylinder, red cube, red sphere, red cube
     return lab, out
+
+
+@pytest.fixture(scope="session")
+def smoke(tmp_path_factory):
+    """The smoke-profile study, uninterrupted, with ``SMOKE_WORKERS`` workers (4-7 minutes on two cores),
+    shared by the study tests and the chaos test: (its folder, its results)."""
+    from rich.console import Console
+
+    from r2s2r.study import run_study
+
+    out = tmp_path_factory.mktemp("study")
+    results = run_study(out, "smoke", workers=SMOKE_WORKERS, console=Console(stderr=True, quiet=True))
+    return out, results

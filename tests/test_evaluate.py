@@ -145,6 +145,32 @@ def test_a_chunk_policy_is_batched_and_a_deterministic_one_ignores_the_batch():
     assert policy_kind(batched) == "chunk" and policy_kind(ScriptedOperator()) == "trial"
 
 
+def test_a_chunk_policy_runs_on_one_torch_thread_whatever_the_process_had_set():
+    """Another thread count rounds batched products differently: a study resumed at its evaluation (no
+    training before it in the process, so torch's default count) scored other trajectories (chaos test)."""
+    import torch
+
+    class ThreadsSeen(TinyPolicy):
+        def __init__(self) -> None:
+            super().__init__()
+            self.threads: set[int] = set()
+
+        def predict_chunk(self, obs, rng):
+            self.threads.add(torch.get_num_threads())
+            return super().predict_chunk(obs, rng)
+
+    plan = TrialPlan(nominal=1, lighting=0, belt_speed=0, novel_object=0, combined=0)
+    before = torch.get_num_threads()
+    try:
+        for n in (2, 1):
+            torch.set_num_threads(n)
+            policy = ThreadsSeen()
+            evaluate(policy, LAB, EvalConfig(plan=plan, max_duration=0.5))
+            assert policy.threads == {1} and torch.get_num_threads() == n  # restored after
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_bad_policies_are_named():
     class WrongShape(TinyPolicy):
         def predict_chunk(self, obs, rng):

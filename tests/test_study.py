@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import pytest
 from rich.console import Console
 
+from r2s2r import atomic
 from r2s2r.cli import main
 from r2s2r.errors import ConfigError, UnknownNameError
 from r2s2r.evaluate.results import EvalResults
@@ -18,14 +20,9 @@ from r2s2r.study.design import Design, PolicySpec, SimConfig
 from r2s2r.study.report import fmt_rate, reproduces, trend_sentences
 from r2s2r.study.runner import plan_study, stage_table
 
+from .conftest import SMOKE_WORKERS
+
 QUIET = Console(stderr=True, quiet=True)
-
-
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    out = tmp_path_factory.mktemp("study")
-    results = run_study(out, "smoke", workers=2, console=QUIET)
-    return out, results
 
 
 @pytest.mark.slow
@@ -95,7 +92,10 @@ def test_smoke_report_agrees_with_the_results_files(smoke):
 @pytest.mark.slow
 def test_rerun_is_cached_and_a_changed_setting_reruns_only_its_dependents(smoke):
     out, first = smoke
-    again = run_study(out, "smoke", workers=2, console=QUIET)
+    fd, stale = atomic.temp_beside(out / "results.json")  # what a run killed while writing it leaves
+    os.close(fd)
+    again = run_study(out, "smoke", workers=SMOKE_WORKERS, console=QUIET)
+    assert not os.path.exists(stale)
     assert all(s["cached"] for s in again["stages"])
     strip = lambda r: {k: v for k, v in r.items() if k != "stages"}  # noqa: E731
     assert strip(again) == strip(first)

@@ -2,9 +2,13 @@
 a killed stage resumes in its own folder."""
 
 import json
+import signal
+import subprocess
+import sys
 
 import pytest
 
+from r2s2r import atomic
 from r2s2r.errors import R2S2RError
 from r2s2r.study import Stages, key_hash
 
@@ -43,6 +47,28 @@ def test_killed_stage_resumes_in_its_folder(tmp_path):
     seen = []
     rec = stages.run("s", {"k": 1}, lambda d: (seen.append((d / "partial").read_text()), {})[-1])
     assert seen == ["half"] and stages.done("s", {"k": 1}) and not rec.cached
+
+
+# A stage that SIGKILLs its own process inside an atomic write: after the temporary file, before its rename.
+KILLED_MID_WRITE = """
+import os, signal, sys
+from r2s2r import atomic
+from r2s2r.study import Stages
+os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)
+Stages(sys.argv[1]).run("s", {"k": 1}, lambda d: {"out": str(atomic.write_json(d / "sub" / "out.json", [1]))})
+"""
+
+
+def test_a_stage_killed_inside_an_atomic_write_leaves_no_temporary_file_once_rerun(tmp_path):
+    killed = subprocess.run([sys.executable, "-c", KILLED_MID_WRITE, str(tmp_path)], capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    stages = Stages(tmp_path)
+    folder = stages.dir("s", {"k": 1})
+    left = [p.name for p in (folder / "sub").iterdir()]
+    assert len(left) == 1 and left[0].startswith(".out.json.") and left[0].endswith(".tmp")
+    (folder / "sub" / ".notes.tmp").write_text("not ours")  # another name pattern: kept
+    rec = stages.run("s", {"k": 1}, lambda d: {"out": str(atomic.write_json(d / "sub" / "out.json", [1]))})
+    assert not rec.cached and sorted(p.name for p in (folder / "sub").iterdir()) == [".notes.tmp", "out.json"]
 
 
 def test_bad_keys_and_folders_are_named(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -17,6 +18,9 @@ from typing import Any
 
 from r2s2r.errors import R2S2RError
 from r2s2r.files import output_dir, output_file
+
+# ``temp_beside``'s names: ``.<name>.`` + mkstemp's 8 random characters + ``.tmp``
+_TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
 
 def temp_beside(path: Path) -> tuple[int, str]:
@@ -89,3 +93,15 @@ def folder(path: str | os.PathLike[str], what: str = "an output folder", option:
         if isinstance(e, OSError):
             raise R2S2RError(f"{name}: cannot be written ({e.strerror or e}); expected {what}") from None
         raise
+
+
+def remove_stale_temps(folder: str | os.PathLike[str], recursive: bool = True) -> list[Path]:
+    """Remove the temporary files of ``temp_beside`` that runs killed mid-write left in ``folder`` (and,
+    with ``recursive``, in its subfolders); returns them. Call it only on a folder no other process is
+    writing into: a live writer's temporary file is removed too."""
+    folder = Path(folder)
+    found = folder.rglob(".*.tmp") if recursive else folder.glob(".*.tmp")
+    stale = sorted(p for p in found if _TEMP.match(p.name) and p.is_file() and not p.is_symlink())
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale

@@ -10,10 +10,11 @@ every ``execute_steps`` steps); its random draws come from a generator seeded by
 
 Reproducibility: the outcome of every trial is a function of the lab, the trial list, the policy,
 ``seed`` and ``batch`` (the batch composition feeds a stochastic chunk policy's draws), never of
-``workers`` or of interruptions. With ``world`` the trials (the lab's list: same conditions, objects,
-belt speeds and seeds) run in that simulated world instead of the lab twin. With an output folder
-each finished wave is written to ``DIR/waves/wave_NNN.json``; a rerun with the same settings
-reuses finished waves and runs the rest, so a killed evaluation resumes where it stopped and ends with the same results.
+``workers``, of interruptions or of the torch thread count the process had set (the forward passes run
+on one thread). With ``world`` the trials (the lab's list: same conditions, objects, belt speeds and
+seeds) run in that simulated world instead of the lab twin. With an output folder each finished wave
+is written to ``DIR/waves/wave_NNN.json``; a rerun with the same settings reuses finished waves and
+runs the rest, so a killed evaluation resumes where it stopped and ends with the same results.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -208,25 +210,26 @@ def evaluate(
     policy_seconds = 0.0
     pool: LabPool | None = None
     try:
-        for w, wave in enumerate(waves):
-            done = _load_wave(out, w, key, wave) if out is not None else None
-            if done is None:
-                if pool is None:
-                    trial_policy = None if chunked else policy
-                    pool = LabPool(
-                        source, cell, config.batch, config.workers, trial_policy, config.seed, video_dir, config.shaping
-                    )
-                done, secs = _run_wave(pool, policy, chunked, w, wave, config, max_steps, on_trial, control_dt)
-                policy_seconds += secs
-                if out is not None:
-                    atomic.write_json(
-                        out / WAVES_DIR / f"wave_{w:03d}.json",
-                        {"key": key, "outcomes": [dataclasses.asdict(o) for o in done]},
-                    )
-            elif on_trial is not None:
-                for o in done:
-                    on_trial(o)
-            outcomes.extend(done)
+        with _one_torch_thread(chunked):
+            for w, wave in enumerate(waves):
+                done = _load_wave(out, w, key, wave) if out is not None else None
+                if done is None:
+                    if pool is None:
+                        trial_policy = None if chunked else policy
+                        pool = LabPool(
+                            source, cell, config.batch, config.workers, trial_policy, config.seed, video_dir, config.shaping
+                        )
+                    done, secs = _run_wave(pool, policy, chunked, w, wave, config, max_steps, on_trial, control_dt)
+                    policy_seconds += secs
+                    if out is not None:
+                        atomic.write_json(
+                            out / WAVES_DIR / f"wave_{w:03d}.json",
+                            {"key": key, "outcomes": [dataclasses.asdict(o) for o in done]},
+                        )
+                elif on_trial is not None:
+                    for o in done:
+                        on_trial(o)
+                outcomes.extend(done)
     finally:
         if pool is not None:
             pool.close()
@@ -240,6 +243,26 @@ def evaluate(
     settings = {**config.settings(), "workers": config.workers, "videos": config.videos}
     cell_record = world.describe() if world is not None else None
     return EvalResults(name, lab, settings, trials, tuple(outcomes), timing, cell_record)
+
+
+@contextmanager
+def _one_torch_thread(chunked: bool) -> Iterator[None]:
+    """A chunk policy's forward passes on one torch thread, whatever this process had set (restored after).
+
+    Batched matrix products round differently on another thread count, so a trial's outcome depended
+    on what had run before in the process: a study's training sets its own count, and a study resumed
+    at an evaluation stage (or ``r2s2r eval`` of the same checkpoint) scored other trajectories."""
+    if not chunked:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _load_wave(out: Path, w: int, key: str, wave: list[Trial]) -> list[TrialOutcome] | None:

@@ -106,6 +106,7 @@ def run_study(
         f"sum of all stage times {total_min:.1f} min",
         "machine": machine(),
     }
+    atomic.remove_stale_temps(out, recursive=False)  # of a run killed while it wrote these files
     atomic.write_json(out / RESULTS, results)
     atomic.write_bytes(out / "success.png", success_figure(results))
     atomic.write_bytes(out / "training.png", training_figure(results))

@@ -6,8 +6,9 @@ into ``dir``. The stage's folder is ``<root>/<name>-<hash of key>``; the stage i
 ``stage.json`` (key, summary, seconds, machine) is in it, written atomically after ``fn`` returns.
 Rerunning a study skips finished stages; changing a setting changes the hash of that stage and of
 every stage whose key holds its hash, and only those run again. A stage killed midway left a
-folder without ``stage.json``: the next run calls ``fn`` on the same folder, so functions resume
-what they can (datasets, training checkpoints, evaluation trials) and redo the rest.
+folder without ``stage.json``: the next run removes the temporary files of the atomic writes it was
+killed in and calls ``fn`` on the same folder, so functions resume what they can (datasets, training
+checkpoints, evaluation trials) and redo the rest.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class Stages:
                 raise R2S2RError(f"{marker}: holds another key than its folder's hash says; remove {folder}")
             return StageRecord(name, rec["hash"], folder, rec["summary"], rec["seconds"], rec["machine"], True)
         output_dir(folder, "a stage folder")
+        atomic.remove_stale_temps(folder)  # a run killed inside one of the stage's atomic writes left it
         t0 = time.perf_counter()
         summary = fn(folder)
         seconds = time.perf_counter() - t0
