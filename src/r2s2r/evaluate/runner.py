@@ -216,9 +216,9 @@ def evaluate(
                 if done is None:
                     if pool is None:
                         trial_policy = None if chunked else policy
-                        pool = LabPool(
-                            source, cell, config.batch, config.workers, trial_policy, config.seed, video_dir, config.shaping
-                        )
+                        shaping = config.shaping
+                        args = (config.batch, config.workers, trial_policy, config.seed, video_dir, shaping)
+                        pool = LabPool(source, cell, *args)
                     done, secs = _run_wave(pool, policy, chunked, w, wave, config, max_steps, on_trial, control_dt)
                     policy_seconds += secs
                     if out is not None:
