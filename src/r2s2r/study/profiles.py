@@ -2,8 +2,9 @@
 
 - ``paper``: the study's sizes: 100 real demonstrations, 1,500 simulated trajectories per grounding
   configuration, the 50-trial protocol, full 96 px images (the ``gpu`` training preset).
-- ``quick`` (default): the 50-trial protocol with less data and the small CPU model, so the whole
-  study finishes on a 2-core CPU in 1.5-2 hours (measured: docs/results; over the hour it aims at).
+- ``quick`` (default): the 50-trial protocol with 100 DART demonstrations, fewer simulated
+  trajectories and the small CPU model; about 2 hours on a 2-core CPU by its plan (the [M2-2] goal is
+  90 minutes; measured stage times are in the report).
 - ``smoke``: every stage at toy size (tests, CI).
 
 A profile says *how much*; the design (``r2s2r.study.design``) says *which policies*. Run settings
