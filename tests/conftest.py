@@ -72,3 +72,14 @@ def real_demos(tmp_path_factory):
     out = tmp_path_factory.mktemp("real_demos") / "demos"
     collect_demos(lab, out, DemoConfig(n=4, seed=6))  # blue cylinder, red cube, red sphere, red cube
     return lab, out
+
+
+@pytest.fixture(scope="session")
+def smoke(tmp_path_factory):
+    """The smoke-profile study, run once per session (a few minutes): (its folder, its results)."""
+    from rich.console import Console
+
+    from r2s2r.study import run_study
+
+    out = tmp_path_factory.mktemp("study")
+    return out, run_study(out, "smoke", workers=2, console=Console(stderr=True, quiet=True))

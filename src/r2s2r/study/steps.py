@@ -3,13 +3,15 @@
 Every function takes the stage's folder and returns a JSON-able summary (kept in ``stage.json``).
 Each resumes what it can when called again on a folder a killed run left: demonstrations and
 simulated datasets continue from their stored episodes, training from its latest checkpoint,
-evaluation from its finished waves.
+evaluation from its finished waves, filming from its finished (and verified) waves.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,23 @@ from r2s2r.study.profiles import StudyProfile
 DATA = "data"  # dataset folder inside a demos or sim stage
 RUN = "run"  # training run folder inside a train stage
 HISTORY = "history.json"
+CLIPS = "clips.json"  # the filmed trials in a videos stage
+# torch threads of a chunk policy's batched passes while evaluating and filming: the sampled chunks (so the
+# rollouts) differ in their last bits with the thread count, and filming must repeat the evaluation's rollouts
+EVAL_TORCH_THREADS = 1
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with ``n`` torch threads (then restore the number before)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def calibrate(folder: Path, p: StudyProfile, console: Console) -> dict[str, Any]:
@@ -131,15 +150,22 @@ def train_policy(
     return {"step": step, "final_loss": history[-1]["loss"] if history else None, "samples": samples}
 
 
+def eval_config(p: StudyProfile, workers: int):
+    """The evaluation settings of every policy of a study (its filming re-runs trials under them)."""
+    from r2s2r.evaluate.runner import EvalConfig
+
+    return EvalConfig(p.trials, p.seed, p.eval_batch, max(1, min(workers, p.eval_batch)), p.max_duration)
+
+
 def evaluate_policy(
     folder: Path, pol: PolicySpec, p: StudyProfile, train_dir: Path, workers: int, console: Console
 ) -> dict[str, Any]:
-    from r2s2r.evaluate.runner import EvalConfig, evaluate
+    from r2s2r.evaluate.runner import evaluate
     from r2s2r.policy import load_policy
     from r2s2r.progress import count_progress
 
     policy = load_policy(train_dir / RUN)
-    config = EvalConfig(p.trials, p.seed, p.eval_batch, max(1, min(workers, p.eval_batch)), p.max_duration)
+    config = eval_config(p, workers)
     wins = [0, 0]
     with count_progress(f"trials {pol.name}", console) as bar:
         task = bar.add_task("trials", total=p.trials.total, status="")
@@ -149,7 +175,43 @@ def evaluate_policy(
             wins[1] += 1
             bar.update(task, advance=1, status=f"success {wins[0]}/{wins[1]}")
 
-        res = evaluate(policy, p.lab, config, out=folder, name=pol.name, on_trial=show)
+        with torch_threads(EVAL_TORCH_THREADS):
+            res = evaluate(policy, p.lab, config, out=folder, name=pol.name, on_trial=show)
     res.save(folder)
     o = res.overall()
     return {"successes": o.successes, "trials": o.trials, "wall_s": res.timing["wall_seconds"]}
+
+
+def film_policy(
+    folder: Path, pol: PolicySpec, p: StudyProfile, train_dir: Path, eval_dir: Path, workers: int, console: Console
+) -> dict[str, Any]:
+    """Film the trials the report shows (``r2s2r.study.clips``): ``videos/``, ``waves/`` and ``clips.json``
+    (per filmed trial: index, kind, condition, outcome, duration, video relative to ``folder``)."""
+    from r2s2r.evaluate.film import film_trials
+    from r2s2r.evaluate.results import EvalResults
+    from r2s2r.policy import load_policy
+    from r2s2r.progress import count_progress
+    from r2s2r.study.clips import choose_clips
+
+    res = EvalResults.load(eval_dir)
+    config = eval_config(p, workers)
+    chosen = choose_clips(res.outcomes, config.batch)
+    policy = load_policy(train_dir / RUN)
+    with count_progress(f"film {pol.name}", console) as bar:
+        task = bar.add_task("film", total=len(chosen), status="")
+        with torch_threads(EVAL_TORCH_THREADS):
+            filmed = film_trials(policy, res, config, chosen, folder, on_trial=lambda o: bar.update(task, advance=1))
+    clips = [
+        {
+            "trial": i,
+            "kind": filmed[i].kind,
+            "condition": dataclasses.asdict(res.trials.trials[i].condition),
+            "success": filmed[i].success,
+            "failure": filmed[i].failure,
+            "duration": filmed[i].duration,
+            "video": filmed[i].video,
+        }
+        for i in chosen
+    ]
+    atomic.write_json(folder / CLIPS, clips)
+    return {"clips": len(clips), "waves": len({i // config.batch for i in chosen})}
