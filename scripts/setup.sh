@@ -14,4 +14,6 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   .venv/bin/python -m pip install --quiet "torch==2.13.0"
 fi
 .venv/bin/python -m pip install --quiet -e ".[dev]"
+# Headless Chromium for the test that opens the study's report.html (Debian's package)
+bash scripts/chromium.sh || echo "warning: chromium is not installed; the report page's browser test will be skipped" >&2
 echo "r2s2r is set up in .venv ($(.venv/bin/python -c 'import r2s2r, mujoco; print("r2s2r", r2s2r.__version__, "mujoco", mujoco.__version__)'))"

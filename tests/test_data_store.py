@@ -121,6 +121,32 @@ def test_shard_layout_is_what_mimicgen_and_robomimic_read(tmp_path):
         assert g["datagen_info/subtask_term_signals/grasp"].shape == (t,)
 
 
+def _robomimic_env_metadata(dataset_path) -> dict:
+    """As robomimic.utils.file_utils.get_env_metadata_from_dataset reads it."""
+    with h5py.File(dataset_path, "r") as f:
+        return json.loads(f["data"].attrs["env_args"])
+
+
+def test_every_file_carries_robomimic_env_args(tmp_path):
+    from r2s2r.data.robomimic import ENV_NAME, ENV_TYPE
+
+    info = {"kind": "simulated episodes", "seed": 3}
+    with DatasetWriter(tmp_path / "ds", FEATS, 10.0, info=info, shard_episodes=2) as w:
+        for k in range(3):
+            w.add(make(k))
+        staged = tmp_path / "ds" / "stage_000002.h5"  # not yet sealed: a staging file carries it too
+        assert _robomimic_env_metadata(staged)["type"] == ENV_TYPE
+    files = sorted((tmp_path / "ds").glob("shard_*.h5"))
+    assert [p.name for p in files] == ["shard_000000.h5", "shard_000002.h5"]
+    for path in files:
+        meta = _robomimic_env_metadata(path)
+        assert set(meta) == {"env_name", "type", "env_kwargs"}  # the three keys robomimic reads
+        assert meta["env_name"] == ENV_NAME and meta["type"] == ENV_TYPE and meta["type"] not in (1, 2, 3)
+        kw = meta["env_kwargs"]
+        assert kw["control_rate_hz"] == 10.0 and kw["dataset"] == info and kw["action_dim"] == 27
+        assert sorted(kw["cameras"]) == ["head_left", "left_wrist", "right_wrist"] and kw["image_size"] == [32, 32]
+
+
 def test_same_episodes_give_identical_bytes(tmp_path):
     episodes = [make(k) for k in range(7)]
     write(tmp_path / "a", episodes)

@@ -1,5 +1,5 @@
-"""The study end to end at smoke size, its report's consistency with the results files, caching,
-and the registries of designs and profiles."""
+"""The study end to end at smoke size (the session's ``smoke`` study, tests/conftest.py), its report's
+consistency with the results files, caching, and the registries of designs and profiles."""
 
 from __future__ import annotations
 
@@ -28,12 +28,12 @@ QUIET = Console(stderr=True, quiet=True)
 @pytest.mark.slow
 def test_smoke_study_writes_every_artifact(smoke):
     out, results = smoke
-    for name in ("report.md", "results.json", "success.png", "training.png", "study.json"):
+    for name in ("report.md", "report.html", "results.json", "success.png", "training.png", "study.json"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     assert (out / "success.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     study = json.loads((out / "study.json").read_text())
     stage_dirs = sorted((out / "stages").iterdir())
-    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 2 * 5
+    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 3 * 5  # train, eval, videos per policy
     for d in stage_dirs:
         assert (d / "stage.json").is_file(), d
     cal = next(d for d in stage_dirs if d.name.startswith("calibrate-"))
@@ -103,7 +103,8 @@ def test_rerun_is_cached_and_a_changed_setting_reruns_only_its_dependents(smoke)
     changed = dataclasses.replace(PROFILES["smoke"], train_steps=PROFILES["smoke"].steps + 1)
     rows = stage_table(plan_study(changed, get_design("grounding"), out / "stages", 2, QUIET), out / "stages")
     to_run = {r["stage"].split("-")[0] for r in rows if not r["cached"]}
-    assert to_run == {"train", "eval"} and all(r["cached"] for r in rows if r["stage"].startswith(("sim", "demos")))
+    assert to_run == {"train", "eval", "videos"}
+    assert all(r["cached"] for r in rows if r["stage"].startswith(("sim", "demos")))
     # another lab: everything reruns
     other = dataclasses.replace(PROFILES["smoke"], lab=1)
     rows = stage_table(plan_study(other, get_design("grounding"), out / "stages", 2, QUIET), out / "stages")

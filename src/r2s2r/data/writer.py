@@ -8,6 +8,7 @@ atomically switched to the shard, and only then are the staging files deleted. T
 the single source of truth: at every instant it names complete files only, so a writer killed at
 any moment leaves a dataset holding exactly the episodes whose ``add`` returned. Reopening removes
 files the manifest does not name (temporary files, orphaned staging or shard files) and resumes.
+Every file's ``data`` group carries robomimic's ``env_args`` (``r2s2r.data.robomimic``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from r2s2r.data.episode import Episode, check_episode
 from r2s2r.data.features import Feature, canonical_features
 from r2s2r.data.manifest import MANIFEST, SHARD_NAME, EpisodeEntry, Manifest, group_name
 from r2s2r.data.provenance import plain_json
+from r2s2r.data.robomimic import ENV_ARGS, env_args_json
 from r2s2r.data.shard import fsync_dir, sha256_file, write_episode, write_h5_atomic
 from r2s2r.errors import ConfigError, R2S2RError
 from r2s2r.files import output_dir
@@ -159,6 +161,7 @@ class DatasetWriter:
             data = f.create_group("data")
             write_episode(data, index, episode, self._manifest.features)
             data.attrs["total"] = np.int64(episode.num_samples)
+            data.attrs[ENV_ARGS] = env_args_json(self._manifest)
 
         sha = write_h5_atomic(self.path / name, fill)
         entry = EpisodeEntry(index, name, group_name(index), episode.num_samples, episode.provenance)
@@ -196,6 +199,7 @@ class DatasetWriter:
                 with h5py.File(self.path / e.shard, "r") as src:
                     src.copy(src[e.group], data, name=f"demo_{e.index}")
             data.attrs["total"] = np.int64(sum(e.num_samples for e in entries))
+            data.attrs[ENV_ARGS] = env_args_json(m)
 
         sha = write_h5_atomic(self.path / name, fill)
         moved = {e.index for e in entries}

@@ -80,9 +80,11 @@ class LabSlots:
         policy_seed: int,
         video_dir: Path | None,
         shaping: bool = False,
+        film: frozenset[int] | None = None,
     ) -> None:
         self.source, self.cell, self.policy, self.policy_seed = source, cell, policy, policy_seed
         self.video_dir = video_dir
+        self.film = film  # with video_dir: the trial indices filmed (None: every trial)
         self.shaping = shaping  # given actions (a chunk policy's) pass the teleop system's shaping
         self.labs: dict[int, object] = {}
         self.running: dict[int, _Running] = {}
@@ -105,7 +107,7 @@ class LabSlots:
             if self.policy is not None:
                 step = self.policy.begin(lab, np.random.default_rng([self.policy_seed, trial.index]))
             video = None
-            if self.video_dir is not None:
+            if self.video_dir is not None and (self.film is None or trial.index in self.film):
                 from r2s2r.video import VideoWriter
 
                 video = VideoWriter(self.video_dir / f"trial_{trial.index:03d}.mp4", 1.0 / lab.control_dt)
@@ -119,9 +121,10 @@ class LabSlots:
     def _film(self, slot: int) -> None:
         run = self.running[slot]
         if run.video is not None:
-            from r2s2r.video import VIDEO_CAMERAS, side_by_side
+            from r2s2r.video import TILE_SIZE, VIDEO_CAMERAS, side_by_side
 
-            run.video.write(side_by_side([self.labs[slot].capture(c) for c in VIDEO_CAMERAS]))
+            # read out at the tile size: a full-resolution frame costs the lab twin 2-3x the render time
+            run.video.write(side_by_side([self.labs[slot].capture(c, TILE_SIZE) for c in VIDEO_CAMERAS]))
 
     def step(
         self, actions: Mapping[int, np.ndarray | None], want: set[int]
@@ -223,9 +226,10 @@ class LabPool:
         policy_seed: int = 0,
         video_dir: Path | None = None,
         shaping: bool = False,
+        film: frozenset[int] | None = None,
     ) -> None:
         self.workers = max(1, min(workers, slots))
-        args = (source, cell, policy, policy_seed, video_dir, shaping)
+        args = (source, cell, policy, policy_seed, video_dir, shaping, film)
         self._local = LabSlots(*args) if self.workers == 1 else None
         self._conns, self._procs = [], []
         if self._local is None:

@@ -44,6 +44,7 @@ from r2s2r.world.cell import CellConfig
 
 _SALT = 0x0E7A1  # separates the policy's draws from other uses of the same seed
 WAVES_DIR = "waves"
+EVAL_TORCH_THREADS = 1  # torch threads of a chunk policy's batched passes: rollouts depend on it (see below)
 VIDEOS_DIR = "videos"
 
 
@@ -83,7 +84,7 @@ class EvalConfig:
         }
 
 
-def _wave_key(policy_name: str, trials: TrialList, config: EvalConfig, world: WorldCell | None) -> str:
+def wave_key(policy_name: str, trials: TrialList, config: EvalConfig, world: WorldCell | None) -> str:
     parts = [policy_name, trials.digest(), config.settings()]
     if world is not None:  # (a lab evaluation's key is as it was before worlds could be evaluated)
         parts.append(world.describe()["world_hash"])
@@ -98,7 +99,7 @@ def _outcome(res: SlotResult, trial: Trial, control_dt: float) -> TrialOutcome:
     return TrialOutcome(kind=trial.kind, duration=round(res.steps * control_dt, 9), **fields)
 
 
-def _run_wave(
+def run_wave(
     pool: LabPool,
     policy: Policy,
     chunked: bool,
@@ -108,11 +109,18 @@ def _run_wave(
     max_steps: int,
     on_trial: Callable[[TrialOutcome], None] | None,
     control_dt: float,
+    until: frozenset[int] | None = None,
 ) -> tuple[list[TrialOutcome], float]:
-    """Run one wave; returns its outcomes (trial order) and the seconds spent in the chunk policy."""
+    """Run wave ``wave`` (``trials``, in slots 0...); returns its outcomes (trial order) and the
+    seconds spent in the chunk policy. With ``until`` (trial indices of the wave) the wave stops when
+    those trials have ended, and only their outcomes are returned: what a trial does depends on the
+    other trials of its wave only while it runs (a chunk policy's batched draws)."""
     slots = dict(enumerate(trials))
+    if until is not None and not until <= {t.index for t in trials}:
+        raise R2S2RError(f"wave {wave}: trials {sorted(until)} are not all among {[t.index for t in trials]}")
     if not chunked:  # each lab process runs its trials to the end on its own
-        done = [_outcome(r, slots[s], control_dt) for s, r in sorted(pool.run(slots, max_steps).items())]
+        mine = {s: t for s, t in slots.items() if until is None or t.index in until}
+        done = [_outcome(r, slots[s], control_dt) for s, r in sorted(pool.run(mine, max_steps).items())]
         if on_trial is not None:
             for o in done:
                 on_trial(o)
@@ -131,7 +139,7 @@ def _run_wave(
     policy_seconds = 0.0
     for step in range(max_steps + 1):
         running = [s for s in slots if trials[s].index not in results]
-        if not running:
+        if not running or (until is not None and until <= results.keys()):
             break
         if step == max_steps:
             raise R2S2RError(f"lab did not end trials {[trials[s].index for s in running]} within {max_steps} steps")
@@ -161,7 +169,14 @@ def _run_wave(
                 results[res.index] = dataclasses.replace(_outcome(res, slots[s], control_dt), replan_jump=jump)
                 if on_trial is not None:
                     on_trial(results[res.index])
-    return [results[t.index] for t in trials], policy_seconds
+    return [results[t.index] for t in trials if until is None or t.index in until], policy_seconds
+
+
+def trial_cell(policy: Policy, config: EvalConfig) -> tuple[CellConfig, int]:
+    """The cell every slot builds for ``policy`` (its cameras and image size) and the most control
+    steps a trial may take before the judge must have ended it."""
+    cell = CellConfig(image_size=policy.image_size, cameras=tuple(policy.cameras), max_duration=config.max_duration)
+    return cell, math.ceil(config.max_duration / cell.control.control_dt + 1e-9) + 1
 
 
 def _predict(policy, obs: list[dict[str, np.ndarray]], rng: np.random.Generator) -> np.ndarray:
@@ -196,13 +211,12 @@ def evaluate(
     chunked = policy_kind(policy) == "chunk"
     name = name or type(policy).__name__
     trials = make_trials(lab, config.plan)
-    cell = CellConfig(image_size=policy.image_size, cameras=tuple(policy.cameras), max_duration=config.max_duration)
+    cell, max_steps = trial_cell(policy, config)
     control_dt = cell.control.control_dt
-    max_steps = math.ceil(config.max_duration / control_dt + 1e-9) + 1
     if world is not None and not isinstance(world, WorldCell):
         raise ConfigError(f"evaluate: expected world to be a WorldCell or None, got {type(world).__name__}")
     source = world if world is not None else LabCell(lab)
-    key = _wave_key(name, trials, config, world)
+    key = wave_key(name, trials, config, world)
     waves = [list(trials.trials[i : i + config.batch]) for i in range(0, len(trials), config.batch)]
     video_dir = out / VIDEOS_DIR if out is not None and config.videos else None
     t_start = time.perf_counter()
@@ -210,7 +224,7 @@ def evaluate(
     policy_seconds = 0.0
     pool: LabPool | None = None
     try:
-        with _one_torch_thread(chunked):
+        with eval_torch_threads(chunked):
             for w, wave in enumerate(waves):
                 done = _load_wave(out, w, key, wave) if out is not None else None
                 if done is None:
@@ -219,7 +233,7 @@ def evaluate(
                         shaping = config.shaping
                         args = (config.batch, config.workers, trial_policy, config.seed, video_dir, shaping)
                         pool = LabPool(source, cell, *args)
-                    done, secs = _run_wave(pool, policy, chunked, w, wave, config, max_steps, on_trial, control_dt)
+                    done, secs = run_wave(pool, policy, chunked, w, wave, config, max_steps, on_trial, control_dt)
                     policy_seconds += secs
                     if out is not None:
                         atomic.write_json(
@@ -246,19 +260,21 @@ def evaluate(
 
 
 @contextmanager
-def _one_torch_thread(chunked: bool) -> Iterator[None]:
-    """A chunk policy's forward passes on one torch thread, whatever this process had set (restored after).
+def eval_torch_threads(chunked: bool = True) -> Iterator[None]:
+    """A chunk policy's forward passes on ``EVAL_TORCH_THREADS`` torch threads, whatever this process had
+    set (restored after).
 
     Batched matrix products round differently on another thread count, so a trial's outcome depended
     on what had run before in the process: a study's training sets its own count, and a study resumed
-    at an evaluation stage (or ``r2s2r eval`` of the same checkpoint) scored other trajectories."""
+    at an evaluation stage (or ``r2s2r eval`` of the same checkpoint) scored other trajectories; filming
+    a trial again (``r2s2r.evaluate.film``) must repeat its rollout to the bit."""
     if not chunked:
         yield
         return
     import torch
 
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(EVAL_TORCH_THREADS)
     try:
         yield
     finally:

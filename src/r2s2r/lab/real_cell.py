@@ -108,8 +108,9 @@ class TrialCell(Protocol):
     def human_view(self) -> HumanView:
         """The scene as the teleoperator sees it (see ``HumanView``)."""
 
-    def capture(self, camera: str) -> np.ndarray:
-        """One full-resolution frame (H, W, 3) uint8 of ``camera``."""
+    def capture(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
+        """One frame (H, W, 3) uint8 of ``camera``: at full resolution, or read out at ``size`` =
+        (width, height) (the sensor cropped centrally to that aspect ratio and scaled; trial videos)."""
 
     def read_encoders(self, side: str) -> np.ndarray:
         """Joint encoders of one side: 7 arm + 20 hand (27,), rad."""

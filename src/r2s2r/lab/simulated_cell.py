@@ -106,11 +106,11 @@ class SimulatedCell:
         return self._cell.time
 
     # --- what trials read besides ---------------------------------------------------------
-    def capture(self, camera: str) -> np.ndarray:
-        """A full-resolution, noise-free frame of ``camera`` (trial videos)."""
+    def capture(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
+        """A noise-free frame of ``camera``, at full resolution or read out at ``size`` (trial videos)."""
         if camera not in self.cameras:
             raise UnknownNameError("camera", camera, self.cameras)
-        return self._cell.render(camera)
+        return self._cell.render(camera, size)
 
     def read_encoders(self, side: str) -> np.ndarray:
         return self._cell.engine.joint_positions(_check_side(side))

@@ -163,10 +163,10 @@ class LabTwin:
         return self.__time
 
     # --- measurements ---------------------------------------------------------------------
-    def capture(self, camera: str) -> np.ndarray:
+    def capture(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
         if camera not in self.cameras:
             raise UnknownNameError("camera", camera, self.cameras)
-        return self.__engine.render(camera, None, self.__meas_rng)
+        return self.__engine.render(camera, size, self.__meas_rng)
 
     def read_encoders(self, side: str) -> np.ndarray:
         return self.__engine.joint_positions(_check_side(side))

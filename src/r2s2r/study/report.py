@@ -1,9 +1,11 @@
-"""The study report: ``report.md`` with its figures, rendered from ``results.json`` (``summary``).
+"""The study report's content: its blocks (``r2s2r.study.sections``) built from ``results.json``
+(``summary``), rendered as ``report.md`` here and as ``report.html`` by ``r2s2r.study.html``.
 
 Sections: headline success with 95 % Wilson intervals (overall, nominal, shifted) and a figure like
 the study's Fig. 2(a); per-condition counts (its Appendix E); paired comparisons against the
 baseline; the 2x2 main effects and interaction with plain sentences where intervals include zero;
-whether the run reproduces the study's trends; the grounding mismatch table (its Appendix A);
+whether the run reproduces the study's trends; filmed lab trials of every policy (a success and a
+failure per condition kind, where there are any); the grounding mismatch table (its Appendix A);
 generation admission per configuration; training curves; the time and machine of every stage.
 """
 
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from r2s2r.evaluate.tables import LABELS, markdown_table
+from r2s2r.evaluate.tables import LABELS
+from r2s2r.study.sections import Block, Bullets, Clip, Clips, Figure, Heading, Text, table, to_markdown
 from r2s2r.world.conditions import KINDS
 
 SUBSETS = ("overall", "nominal", "shifted")
@@ -79,21 +82,23 @@ def reproduces(s: dict[str, Any]) -> str:
     )
 
 
-def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
+def report_blocks(s: dict[str, Any], header: dict[str, str]) -> list[Block]:
+    """The report's blocks, from ``results.json`` (``s``) and the run's ``header`` (command, commit, ...)."""
     p, pol = s["profile"], s["policies"]
-    lines = [
-        f"# r2s2r study: {s['design']['name']} design, {p['name']} profile, lab {p['lab']}",
-        "",
-        *(f"- {k}: {v}" for k, v in header.items()),
-        f"- design: {s['design']['summary']}",
-        f"- sizes: {p['n_real']} real demonstrations; {p['n_sim']} simulated trajectories per configuration; "
-        f"preset `{p['preset']}` for {p['train_steps'] or 'its default'} steps, real share {p['ratio']} of every "
-        f"co-training batch; {sum(p['trials'][k] for k in KINDS)} lab trials per policy (trial list "
-        f"{s['trial_list']}), at most {p['max_duration']} s each",
-        "",
-        "## Success on the lab (95 % Wilson intervals)",
-        "",
-        *markdown_table(
+    blocks: list[Block] = [
+        Heading(f"r2s2r study: {s['design']['name']} design, {p['name']} profile, lab {p['lab']}", 1),
+        Bullets(
+            (
+                *(f"{k}: {v}" for k, v in header.items()),
+                f"design: {s['design']['summary']}",
+                f"sizes: {p['n_real']} real demonstrations; {p['n_sim']} simulated trajectories per configuration; "
+                f"preset `{p['preset']}` for {p['train_steps'] or 'its default'} steps, real share {p['ratio']} of "
+                f"every co-training batch; {sum(p['trials'][k] for k in KINDS)} lab trials per policy (trial list "
+                f"{s['trial_list']}), at most {p['max_duration']} s each",
+            )
+        ),
+        Heading("Success on the lab (95 % Wilson intervals)"),
+        table(
             ["policy", "sim data", "overall", "nominal", "shifted"],
             [
                 [
@@ -106,12 +111,9 @@ def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
                 for n, v in pol.items()
             ],
         ),  # fmt: skip
-        "",
-        "![success](success.png)",
-        "",
-        "## Per-condition successes",
-        "",
-        *markdown_table(
+        Figure("success.png", "success"),
+        Heading("Per-condition successes"),
+        table(
             ["policy", *(LABELS[k] for k in KINDS), "failure modes"],
             [
                 [
@@ -125,10 +127,8 @@ def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
                 for n, v in pol.items()
             ],
         ),  # fmt: skip
-        "",
-        f"## Against `{s['design']['baseline']}`, trial by trial",
-        "",
-        *markdown_table(
+        Heading(f"Against `{s['design']['baseline']}`, trial by trial"),
+        table(
             [
                 "policy",
                 "difference (pts) [95 % Newcombe CI]",
@@ -140,50 +140,96 @@ def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
                 for n, c in s["comparisons"].items()
             ],
         ),  # fmt: skip
-        "",
     ]
     if s["effects"] is not None:
         a, b = s["factors"]
-        lines += [
-            "## Grounding effects (2x2)",
-            "",
-            f"Cells (level 0 = ungrounded, 1 = grounded; {a} x {b}): "
-            + ", ".join(f"{lvl} `{c}`" for lvl, c in zip(("00", "01", "10", "11"), s["cells"], strict=True))
-            + ". A main effect is the change in success from ungrounded to grounded averaged over the other "
-            "factor; the interaction is how much more one helps when the other is grounded. 95 % MOVER-Wilson "
-            "intervals, treating the four policies as independent samples (conservative for paired trials).",
-            "",
-            *markdown_table(
+        blocks += [
+            Heading("Grounding effects (2x2)"),
+            Text(
+                (
+                    f"Cells (level 0 = ungrounded, 1 = grounded; {a} x {b}): "
+                    + ", ".join(f"{lvl} `{c}`" for lvl, c in zip(("00", "01", "10", "11"), s["cells"], strict=True))
+                    + ". A main effect is the change in success from ungrounded to grounded averaged over the other "
+                    "factor; the interaction is how much more one helps when the other is grounded. 95 % MOVER-Wilson "
+                    "intervals, treating the four policies as independent samples (conservative for paired trials).",
+                )
+            ),
+            table(
                 ["effect (pts)", "overall", "nominal", "shifted"],
                 [
                     [k, *(_pts(s["effects"][sub][k]) if sub in s["effects"] else "-" for sub in SUBSETS)]
                     for k in s["effects"]["overall"]
                 ],
             ),  # fmt: skip
-            "",
         ]
-    lines += ["## What this run shows", "", *(f"- {t}" for t in trend_sentences(s)), "", reproduces(s), ""]
-    lines += _grounding_sections(s)
-    return "\n".join(lines) + "\n"
+    blocks += [Heading("What this run shows"), Bullets(tuple(trend_sentences(s))), Text((reproduces(s),))]
+    return blocks + clip_blocks(s) + _grounding_blocks(s)
 
 
-def _grounding_sections(s: dict[str, Any]) -> list[str]:
+def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
+    """``report.md``."""
+    return to_markdown(report_blocks(s, header))
+
+
+def condition_words(c: dict[str, Any]) -> str:
+    """A trial's condition values (``Condition`` as JSON), in words."""
+    tint = "/".join(f"{g:.2f}" for g in c["light_tint"])
+    return (
+        f"{c['object']}, belt {c['belt_speed']:.3f} m/s, light x{c['light_scale']:.2f} (tint {tint}, azimuth "
+        f"{c['light_azimuth']:+.2f} rad), start {c['start_x']:+.3f} m, lateral {c['lateral']:+.3f} m, "
+        f"yaw {c['yaw']:+.2f} rad"
+    )
+
+
+def outcome_words(clip: dict[str, Any]) -> str:
+    """``success`` or ``failure: <mode>``, and when the trial ended."""
+    what = "success" if clip["success"] else f"failure: {clip['failure']}"
+    return f"{what}, ended at {clip['duration']:.1f} s"
+
+
+def clip_blocks(s: dict[str, Any]) -> list[Block]:
+    """Filmed lab trials per policy: a success and a failure per condition kind where there are any."""
+    videos = s["videos"]
+    blocks: list[Block] = [
+        Heading("Rollouts on the lab"),
+        Text(
+            (
+                "Per policy and condition kind, one trial that succeeded and one that failed, where there are any "
+                f"({videos['rule']}); each was run again with its whole wave and repeated its recorded rollout "
+                "exactly. Head-left and right-wrist cameras, side by side.",
+            )
+        ),
+    ]
+    for policy, clips in videos["policies"].items():
+        blocks.append(
+            Clips(
+                policy,
+                tuple(
+                    Clip(c["trial"], LABELS[c["kind"]], condition_words(c["condition"]), outcome_words(c), c["video"])
+                    for c in clips
+                ),
+            )
+        )
+    return blocks
+
+
+def _grounding_blocks(s: dict[str, Any]) -> list[Block]:
     cal = s["calibration"]
-    lines = [
-        "## Grounding mismatch (measured on lab data; lower is better)",
-        "",
-        *markdown_table(
+    return [
+        Heading("Grounding mismatch (measured on lab data; lower is better)"),
+        table(
             ["group", "item", "unit", "ungrounded", "grounded"],
             [[r["group"], r["item"], r["unit"], f"{r['ungrounded']:.3g}", f"{r['grounded']:.3g}"] for r in cal["rows"]],
         ),
-        "",
-        "Grounded world closer on every item of: "
-        + ", ".join(f"{g} {'yes' if ok else '**no**'}" for g, ok in cal["grounded_closer"].items())
-        + ".",
-        "",
-        "## Simulated data per configuration",
-        "",
-        *markdown_table(
+        Text(
+            (
+                "Grounded world closer on every item of: "
+                + ", ".join(f"{g} {'yes' if ok else '**no**'}" for g, ok in cal["grounded_closer"].items())
+                + ".",
+            )
+        ),
+        Heading("Simulated data per configuration"),
+        table(
             [
                 "configuration",
                 "admitted / attempts",
@@ -204,14 +250,15 @@ def _grounding_sections(s: dict[str, Any]) -> list[str]:
                 for c, g in s["generation"].items()
             ],
         ),  # fmt: skip
-        "",
-        "Real demonstrations: "
-        + "; ".join(f"{d['demos']} in {d['attempts']} teleoperation attempts" for d in s["demos"].values())
-        + ".",
-        "",
-        "## Training",
-        "",
-        *markdown_table(
+        Text(
+            (
+                "Real demonstrations: "
+                + "; ".join(f"{d['demos']} in {d['attempts']} teleoperation attempts" for d in s["demos"].values())
+                + ".",
+            )
+        ),
+        Heading("Training"),
+        table(
             ["policy", "steps", "final loss", "samples seen"],
             [
                 [
@@ -223,15 +270,15 @@ def _grounding_sections(s: dict[str, Any]) -> list[str]:
                 for n, t in s["training"].items()
             ],
         ),  # fmt: skip
-        "",
-        "![training](training.png)",
-        "",
-        "## Stages: time and machine",
-        "",
-        "Expected: the plan's estimate from the costs in `r2s2r.study.runner.COST_S`; measured / expected",
-        "far from 1 means the estimate (or the machine's load) is off.",
-        "",
-        *markdown_table(
+        Figure("training.png", "training"),
+        Heading("Stages: time and machine"),
+        Text(
+            (
+                "Expected: the plan's estimate from the costs in `r2s2r.study.runner.COST_S`; measured / expected",
+                "far from 1 means the estimate (or the machine's load) is off.",
+            )
+        ),
+        table(
             ["stage", "expected s", "measured s", "measured / expected", "cached this run", "machine"],
             [
                 [
@@ -245,6 +292,4 @@ def _grounding_sections(s: dict[str, Any]) -> list[str]:
                 for r in s["stages"]
             ],
         ),
-        "",
     ]
-    return lines

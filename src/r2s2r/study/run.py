@@ -2,6 +2,7 @@
 
 Outputs in ``out``: ``stages/<stage>-<hash>/`` (each stage's files and ``stage.json``),
 ``results.json`` (every number of the report), ``report.md``, ``success.png``, ``training.png``,
+``report.html`` (the same report as one self-contained page: figures and the filmed trials embedded)
 and ``study.json`` (profile, design, plan, wall time of this run).
 """
 
@@ -22,6 +23,7 @@ from r2s2r.errors import R2S2RError
 from r2s2r.files import output_dir
 from r2s2r.study.design import Design, get_design
 from r2s2r.study.figures import success_figure, training_figure
+from r2s2r.study.html import report_html
 from r2s2r.study.profiles import StudyProfile, get_profile
 from r2s2r.study.report import report_markdown
 from r2s2r.study.runner import default_workers, plan_study, run_plan, stage_table
@@ -29,7 +31,7 @@ from r2s2r.study.stages import machine
 from r2s2r.study.summary import summarize_study
 
 STAGES_DIR = "stages"
-RESULTS, REPORT, STUDY = "results.json", "report.md", "study.json"
+RESULTS, REPORT, PAGE, STUDY = "results.json", "report.md", "report.html", "study.json"
 
 
 def source_commit() -> str:
@@ -111,6 +113,7 @@ def run_study(
     atomic.write_bytes(out / "success.png", success_figure(results))
     atomic.write_bytes(out / "training.png", training_figure(results))
     atomic.write_text(out / REPORT, report_markdown(results, header))
+    atomic.write_text(out / PAGE, report_html(results, header, out))
     atomic.write_json(
         out / STUDY,
         {
@@ -124,5 +127,5 @@ def run_study(
             "argv": sys.argv,
         },
     )
-    console.print(f"report: {out / REPORT}")
+    console.print(f"report: {out / REPORT} and {out / PAGE}")
     return results

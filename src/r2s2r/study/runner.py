@@ -13,8 +13,11 @@ that reads it):
   only), n, seed, image size, condition mix. ``data/`` with ``stats.json`` (admission, throughput).
 - ``train-<policy>``: the data stages' hashes, the preset's policy and training configs (steps,
   ratio, seed). ``run/`` (checkpoints) and ``history.json`` (the training log).
-- ``eval-<policy>``: the training stage's hash, lab, trial plan, seed, batch, trial length.
+- ``eval-<policy>``: the training stage's hash, lab, trial plan, seed, batch, trial length, torch threads.
   ``results.json`` and ``results.md``.
+- ``videos-<policy>``: the evaluation stage's hash, the rule choosing the trials, the video format.
+  The trials the report shows (a success and a failure per condition kind, where there are any),
+  re-run with their waves and filmed: ``videos/``, ``clips.json``.
 
 Every key also holds the r2s2r version. The report is rebuilt from the stage outputs on every run.
 """
@@ -22,6 +25,7 @@ Every key also holds the r2s2r version. The report is rebuilt from the stage out
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,6 +55,8 @@ COST_S = {
     "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},  # one optimiser step on one torch thread
     "trial_fill": 0.8,  # fraction of the time limit an average trial runs
     "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
+    # one filmed lab step: two 320x240 lab-twin captures and their encoding (smoke study, 2026-12-06, loaded)
+    "video_frame": 0.2,
 }
 
 
@@ -69,13 +75,15 @@ class PlannedStage:
 
 @dataclass(frozen=True)
 class StudyPlan:
-    """Every stage of a study, in run order; ``policies`` maps a policy to its train and eval stages."""
+    """Every stage of a study, in run order; ``policies`` maps a policy to its train and eval stages,
+    ``videos`` to the stage filming its trials."""
 
     stages: tuple[PlannedStage, ...]
     calibrate: str
     demos: dict[int, str]  # n_real -> stage name
     sims: dict[str, str]  # SimConfig.name -> stage name
     policies: dict[str, tuple[str, str]]  # policy -> (train stage, eval stage)
+    videos: dict[str, str]  # policy -> videos stage
 
     def stage(self, name: str) -> PlannedStage:
         return next(s for s in self.stages if s.name == name)
@@ -137,12 +145,14 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
         out.append(PlannedStage(sims[cfg.name], key, run, est, f"{p.n_sim} sim trajectories, {cfg.label}"))
     by_name = {s.name: s for s in out}
     policies: dict[str, tuple[str, str]] = {}
+    videos: dict[str, str] = {}
     for pol in design.policies:
-        train_stage, eval_stage = _policy_stages(pol, p, by_name, train_data, sims, stages, workers, console)
-        out += [train_stage, eval_stage]
-        by_name.update({train_stage.name: train_stage, eval_stage.name: eval_stage})
-        policies[pol.name] = (train_stage.name, eval_stage.name)
-    return StudyPlan(tuple(out), "calibrate", demos, sims, policies)
+        planned = _policy_stages(pol, p, by_name, train_data, sims, stages, workers, console)
+        out += planned
+        by_name.update({s.name: s for s in planned})
+        policies[pol.name] = (planned[0].name, planned[1].name)
+        videos[pol.name] = planned[2].name
+    return StudyPlan(tuple(out), "calibrate", demos, sims, policies, videos)
 
 
 def _policy_stages(
@@ -154,8 +164,11 @@ def _policy_stages(
     stages: Stages,
     workers: int,
     console: Console,
-) -> tuple[PlannedStage, PlannedStage]:
+) -> tuple[PlannedStage, PlannedStage, PlannedStage]:
+    """The training, evaluation and filming stages of ``pol``."""
     from r2s2r.study import steps
+    from r2s2r.study.clips import CLIP_RULE
+    from r2s2r.video import PREVIEW, TILE_SIZE, VIDEO_CAMERAS
 
     real = by_name[demos[pol.n_real or p.n_real]]
     sim_stages = [by_name[sims[c.name]] for c in pol.sims]
@@ -179,6 +192,8 @@ def _policy_stages(
         p.steps * COST_S["train_step"].get(p.preset, 1.0),
         f"train {pol.name} ({preset.train.steps} steps)",
     )
+    from r2s2r.evaluate.runner import EVAL_TORCH_THREADS
+
     eval_key = {
         "stage": "eval",
         "train": key_hash(train_key),
@@ -187,6 +202,7 @@ def _policy_stages(
         "seed": p.seed,
         "batch": p.eval_batch,
         "max_duration": p.max_duration,
+        "torch_threads": EVAL_TORCH_THREADS,  # the policy's sampled chunks depend on it
         "version": r2s2r.__version__,
     }
     train_dir = stages.dir(train_name, train_key)
@@ -202,7 +218,26 @@ def _policy_stages(
         est,
         f"evaluate {pol.name} on {p.trials.total} lab trials",
     )
-    return train, ev
+    videos_key = {
+        "stage": "videos",
+        "eval": ev.hash,
+        "rule": CLIP_RULE,
+        "video": {"cameras": list(VIDEO_CAMERAS), "tile": list(TILE_SIZE), "crf": PREVIEW.crf},
+        "version": r2s2r.__version__,
+    }
+    eval_dir = stages.dir(ev.name, eval_key)
+    kinds = sum(1 for n in p.trials.counts.values() if n)
+    waves = math.ceil(p.trials.total / p.eval_batch)
+    # the waves holding the chosen trials run again (often fewer than all), then up to two filmed trials per kind
+    film_est = est * min(1.0, (kinds + 1) / waves) + 2 * kinds * trial_steps * COST_S["video_frame"]
+    film = PlannedStage(
+        f"videos-{pol.name}",
+        videos_key,
+        lambda d: steps.film_policy(d, pol, p, train_dir, eval_dir, workers, console),
+        film_est,
+        f"film {pol.name}: a success and a failure per condition kind",
+    )
+    return train, ev, film
 
 
 def run_plan(plan: StudyPlan, root: Path, console: Console) -> dict[str, StageRecord]:

@@ -3,7 +3,7 @@
 Every function takes the stage's folder and returns a JSON-able summary (kept in ``stage.json``).
 Each resumes what it can when called again on a folder a killed run left: demonstrations and
 simulated datasets continue from their stored episodes, training from its latest checkpoint,
-evaluation from its finished waves.
+evaluation from its finished waves, filming from its finished (and verified) waves.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from r2s2r.study.profiles import StudyProfile
 DATA = "data"  # dataset folder inside a demos or sim stage
 RUN = "run"  # training run folder inside a train stage
 HISTORY = "history.json"
+CLIPS = "clips.json"  # the filmed trials in a videos stage
 
 
 def calibrate(folder: Path, p: StudyProfile, console: Console) -> dict[str, Any]:
@@ -134,15 +135,22 @@ def train_policy(
     return {"step": step, "final_loss": history[-1]["loss"] if history else None, "samples": samples}
 
 
+def eval_config(p: StudyProfile, workers: int):
+    """The evaluation settings of every policy of a study (its filming re-runs trials under them)."""
+    from r2s2r.evaluate.runner import EvalConfig
+
+    return EvalConfig(p.trials, p.seed, p.eval_batch, max(1, min(workers, p.eval_batch)), p.max_duration)
+
+
 def evaluate_policy(
     folder: Path, pol: PolicySpec, p: StudyProfile, train_dir: Path, workers: int, console: Console
 ) -> dict[str, Any]:
-    from r2s2r.evaluate.runner import EvalConfig, evaluate
+    from r2s2r.evaluate.runner import evaluate
     from r2s2r.policy import load_policy
     from r2s2r.progress import count_progress
 
     policy = load_policy(train_dir / RUN)
-    config = EvalConfig(p.trials, p.seed, p.eval_batch, max(1, min(workers, p.eval_batch)), p.max_duration)
+    config = eval_config(p, workers)
     wins = [0, 0]
     with count_progress(f"trials {pol.name}", console) as bar:
         task = bar.add_task("trials", total=p.trials.total, status="")
@@ -156,3 +164,37 @@ def evaluate_policy(
     res.save(folder)
     o = res.overall()
     return {"successes": o.successes, "trials": o.trials, "wall_s": res.timing["wall_seconds"]}
+
+
+def film_policy(
+    folder: Path, pol: PolicySpec, p: StudyProfile, train_dir: Path, eval_dir: Path, workers: int, console: Console
+) -> dict[str, Any]:
+    """Film the trials the report shows (``r2s2r.study.clips``): ``videos/``, ``waves/`` and ``clips.json``
+    (per filmed trial: index, kind, condition, outcome, duration, video relative to ``folder``)."""
+    from r2s2r.evaluate.film import film_trials
+    from r2s2r.evaluate.results import EvalResults
+    from r2s2r.policy import load_policy
+    from r2s2r.progress import count_progress
+    from r2s2r.study.clips import choose_clips
+
+    res = EvalResults.load(eval_dir)
+    config = eval_config(p, workers)
+    chosen = choose_clips(res.outcomes, config.batch)
+    policy = load_policy(train_dir / RUN)
+    with count_progress(f"film {pol.name}", console) as bar:
+        task = bar.add_task("film", total=len(chosen), status="")
+        filmed = film_trials(policy, res, config, chosen, folder, on_trial=lambda o: bar.update(task, advance=1))
+    clips = [
+        {
+            "trial": i,
+            "kind": filmed[i].kind,
+            "condition": dataclasses.asdict(res.trials.trials[i].condition),
+            "success": filmed[i].success,
+            "failure": filmed[i].failure,
+            "duration": filmed[i].duration,
+            "video": filmed[i].video,
+        }
+        for i in chosen
+    ]
+    atomic.write_json(folder / CLIPS, clips)
+    return {"clips": len(clips), "waves": len({i // config.batch for i in chosen})}

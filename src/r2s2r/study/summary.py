@@ -2,7 +2,8 @@
 
 Everything the report shows comes from here, and everything here comes from the stages' own output
 files (evaluation ``results.json``, generation ``stats.json``, the calibration's ``report.json``,
-training ``history.json``, each ``stage.json``): the report never computes a number of its own.
+training ``history.json``, the filmed trials' ``clips.json``, each ``stage.json``): the report never
+computes a number of its own.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from r2s2r.evaluate.compare import design_effects, paired_against_first
 from r2s2r.evaluate.results import EvalResults
 from r2s2r.evaluate.stats import Effect, Rate
 from r2s2r.files import read_json
+from r2s2r.study.clips import CLIP_RULE
 from r2s2r.study.design import Design
 from r2s2r.study.profiles import StudyProfile
 from r2s2r.study.runner import StudyPlan
 from r2s2r.study.stages import StageRecord
-from r2s2r.study.steps import DATA, HISTORY
+from r2s2r.study.steps import CLIPS, DATA, HISTORY
 
-SCHEMA = 1
+SCHEMA = 2  # 2: the filmed trials ("videos")
 
 
 def _rate(r: Rate | None) -> dict[str, Any] | None:
@@ -90,6 +92,7 @@ def summarize_study(
         generation[cfg] = {k: stats[k] for k in keep} | {"wall_s": stats["wall_s"]}
     demos = {str(n): records[s].summary for n, s in plan.demos.items()}
     cal = _read(records[plan.calibrate].dir / "report.json")
+    videos = {"rule": CLIP_RULE, "policies": {pol: _clips(records[st].dir) for pol, st in plan.videos.items()}}
     training = {
         pol: {"history": _read(records[tr].dir / HISTORY), **records[tr].summary}
         for pol, (tr, _) in plan.policies.items()
@@ -119,8 +122,16 @@ def summarize_study(
         "demos": demos,
         "calibration": {"rows": cal["rows"], "grounded_closer": cal["grounded_closer"]},
         "training": training,
+        "videos": videos,
         "stages": stages,
     }
+
+
+def _clips(folder: Path) -> list[dict[str, Any]]:
+    """A videos stage's filmed trials, each video named relative to the study folder
+    (``<study>/stages/<stage folder>/videos/...``)."""
+    rel = Path(folder.parent.name) / folder.name
+    return [{**c, "video": str(rel / c["video"])} for c in _read(folder / CLIPS)]
 
 
 def _subset(res: EvalResults, subset: str) -> EvalResults:
