@@ -119,8 +119,8 @@ def film_trials(
                             diff = {k: (was[k], now[k]) for k in SAME if now[k] != was[k]}
                             raise R2S2RError(
                                 f"film {results.policy}: trial {o.index} (wave {w}) did not repeat its recorded "
-                                f"rollout (recorded, re-run): {diff}; the policy or the lab is not deterministic here (torch "
-                                "threads, another machine?)"
+                                f"rollout (recorded, re-run): {diff}; the policy or the lab is not deterministic "
+                                "here (torch threads, another machine?)"
                             )
                     atomic.write_json(path, {"key": key, "outcomes": [dataclasses.asdict(o) for o in done]})
                 for o in done:
