@@ -22,9 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from r2s2r.data import Dataset, check_dataset
 from r2s2r.study import PROFILES, get_design
+from r2s2r.study.runner import plan_study
 
 from .conftest import SMOKE_WORKERS
 
@@ -64,8 +66,9 @@ def _stage_name(folder: Path) -> str:
 
 
 def _n_stages() -> int:
-    design = get_design(PROFILE.design)
-    return 1 + 1 + len(design.sim_configs) + 2 * len(design.policies)  # no labels stage at the tiny preset
+    """The smoke study's stages, as its plan lists them (no labels stage at the tiny preset)."""
+    console = Console(stderr=True, quiet=True)
+    return len(plan_study(PROFILE, get_design(PROFILE.design), Path("unused"), SMOKE_WORKERS, console).stages)
 
 
 def _started(out: Path, target: str) -> bool:
