@@ -16,7 +16,6 @@ outcomes): a rerun skips recorded waves whose videos are all there, so a killed 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from r2s2r.evaluate.runner import (
     WAVES_DIR,
     EvalConfig,
     eval_torch_threads,
+    read_wave,
     run_wave,
     trial_cell,
     wave_key,
@@ -59,15 +59,9 @@ def _check_settings(results: EvalResults, config: EvalConfig, world: WorldCell |
 
 def _load(path: Path, key: str, chosen: set[int], out: Path) -> list[TrialOutcome] | None:
     """The recorded re-run of a wave, if complete (its key, its chosen trials, their videos)."""
-    if not path.is_file():
+    done = read_wave(path, key, f"{path}: films an evaluation with other settings; use another folder or delete it")
+    if done is None:
         return None
-    try:
-        obj = json.loads(path.read_text())
-        done = [TrialOutcome(**o) for o in obj["outcomes"]]
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise ConfigError(f"{path}: unreadable record of a filmed wave ({e}); delete it to film that wave again") from e
-    if obj.get("key") != key:
-        raise ConfigError(f"{path}: films an evaluation with other settings; use another folder or delete it")
     if {o.index for o in done} != chosen or not all(o.video and (out / o.video).is_file() for o in done):
         return None
     return done

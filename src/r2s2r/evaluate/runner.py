@@ -281,21 +281,30 @@ def eval_torch_threads(chunked: bool = True) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _load_wave(out: Path, w: int, key: str, wave: list[Trial]) -> list[TrialOutcome] | None:
-    path = out / WAVES_DIR / f"wave_{w:03d}.json"
+def read_wave(path: Path, key: str, elsewhere: str) -> list[TrialOutcome] | None:
+    """The outcomes a wave record ``path`` holds (None when there is none). ConfigError when it cannot be
+    read, or (``elsewhere``, the message) when it was written under another key (other settings)."""
     if not path.is_file():
         return None
     try:
         obj = json.loads(path.read_text())
         outcomes = [TrialOutcome(**o) for o in obj["outcomes"]]
     except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise ConfigError(f"{path}: unreadable finished wave ({e}); delete it to rerun that wave") from e
+        raise ConfigError(f"{path}: unreadable record of a wave ({e}); delete it to run that wave again") from e
     if obj.get("key") != key:
-        raise ConfigError(
-            f"{out}: holds an evaluation with other settings (policy, lab, world, trials, seed, batch or max "
-            "duration); "
-            "use another --out or delete its waves/"
-        )
+        raise ConfigError(elsewhere)
+    return outcomes
+
+
+def _load_wave(out: Path, w: int, key: str, wave: list[Trial]) -> list[TrialOutcome] | None:
+    path = out / WAVES_DIR / f"wave_{w:03d}.json"
+    elsewhere = (
+        f"{out}: holds an evaluation with other settings (policy, lab, world, trials, seed, batch or max "
+        "duration); use another --out or delete its waves/"
+    )
+    outcomes = read_wave(path, key, elsewhere)
+    if outcomes is None:
+        return None
     if [o.index for o in outcomes] != [t.index for t in wave]:
         raise ConfigError(f"{path}: expected outcomes of trials {[t.index for t in wave]}")
     return outcomes
