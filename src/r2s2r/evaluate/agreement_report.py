@@ -84,71 +84,98 @@ def agreement_table(
     return AgreementTable(tuple(names), tuple(r.overall() for r in lab), sims, agreements)
 
 
-def _pct(r: Rate) -> str:
-    return f"{r.successes}/{r.trials} ({r.rate:.0%})"
+def _pct(r: dict) -> str:
+    return f"{r['successes']}/{r['trials']} ({r['successes'] / r['trials']:.0%})"
 
 
-def _num(x: float) -> str:
-    return "undefined" if math.isnan(x) else f"{x:.2f}"
+def _num(x: float | None) -> str:
+    return "undefined" if x is None or math.isnan(x) else f"{x:.2f}"
 
 
-def _span(low: float, high: float) -> str:
-    return "undefined" if math.isnan(low) else f"[{low:.2f}, {high:.2f}]"
+def _span(i: dict) -> str:
+    return "undefined" if i["low"] is None or math.isnan(i["low"]) else f"[{i['low']:.2f}, {i['high']:.2f}]"
 
 
-def agreement_markdown(table: AgreementTable) -> str:
-    worlds = list(table.sims)
+# What the agreement rows mean (under the table in agreement.md and in the study report).
+AGREEMENT_NOTE = (
+    "Pearson r and MMRV (SIMPLER: mean over policies of the largest lab-success gap to a policy the world "
+    "orders differently; 0 is perfect) across policies; intervals are bootstrap percentiles over trials, "
+    "resampled jointly for the lab and the world of every policy. Same outcome: trials whose success in "
+    "the world equals the lab's."
+)
+
+
+def success_rows(t: dict) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the success table (policy, lab, each world) of an agreement table's JSON form
+    (``AgreementTable.to_json()``: what a study's ``results.json`` holds)."""
+    worlds = list(t["sims"])
     rows = [
-        [p, _pct(lab), *(_pct(table.sims[w][i]) for w in worlds)]
-        for i, (p, lab) in enumerate(zip(table.policies, table.lab, strict=True))
+        [p, _pct(lab), *(_pct(t["sims"][w][i]) for w in worlds)]
+        for i, (p, lab) in enumerate(zip(t["policies"], t["lab"], strict=True))
     ]
-    lines = ["# Sim-vs-lab agreement", "", *markdown_table(["policy", "lab", *worlds], rows), ""]
-    arows = []
-    for w, a in table.agreements.items():
-        trials = sum(t.trials for t in a.per_trial)
-        same = sum(t.same for t in a.per_trial)
-        arows.append(
+    return ["policy", "lab", *worlds], rows
+
+
+def agreement_rows(t: dict) -> tuple[list[str], list[list[str]]]:
+    """Header and rows (one per world: r, MMRV, their intervals, trials with the lab's outcome) of an
+    agreement table's JSON form."""
+    rows = []
+    for w, a in t["agreements"].items():
+        trials = sum(p["both_success"] + p["both_failure"] + p["sim_only"] + p["lab_only"] for p in a["per_trial"])
+        same = sum(p["both_success"] + p["both_failure"] for p in a["per_trial"])
+        rows.append(
             [
                 w,
-                _num(a.pearson),
-                _span(a.pearson_interval.low, a.pearson_interval.high),
-                _num(a.mmrv),
-                _span(a.mmrv_interval.low, a.mmrv_interval.high),
+                _num(a["pearson"]),
+                _span(a["pearson_interval"]),
+                _num(a["mmrv"]),
+                _span(a["mmrv_interval"]),
                 f"{same}/{trials} ({same / trials:.0%})",
             ]
         )
-    conf = f"{next(iter(table.agreements.values())).mmrv_interval.confidence:.0%}"
-    header = ["world", "Pearson r", f"{conf} CI", "MMRV", f"{conf} CI", "same outcome (trials)"]
-    lines += markdown_table(header, arows)
-    lines += [
-        "",
-        "Pearson r and MMRV (SIMPLER: mean over policies of the largest lab-success gap to a policy the world "
-        "orders differently; 0 is perfect) across policies; intervals are bootstrap percentiles over trials, "
-        "resampled jointly for the lab and the world of every policy. Same outcome: trials whose success in "
-        "the world equals the lab's.",
-    ]
-    lines += [f"\n{w}: {a.pearson_note}." for w, a in table.agreements.items() if a.pearson_note]
+    conf = f"{next(iter(t['agreements'].values()))['mmrv_interval']['confidence']:.0%}"
+    return ["world", "Pearson r", f"{conf} CI", "MMRV", f"{conf} CI", "same outcome (trials)"], rows
+
+
+def pearson_notes(t: dict) -> list[str]:
+    """Why r is undefined in a world, where it is."""
+    return [f"{w}: {a['pearson_note']}." for w, a in t["agreements"].items() if a["pearson_note"]]
+
+
+def agreement_markdown(table: AgreementTable) -> str:
+    t = table.to_json()
+    lines = ["# Sim-vs-lab agreement", "", *markdown_table(*success_rows(t)), ""]
+    lines += markdown_table(*agreement_rows(t))
+    lines += ["", AGREEMENT_NOTE]
+    lines += [f"\n{n}" for n in pearson_notes(t)]
     return "\n".join(lines) + "\n"
 
 
-def agreement_figure(table: AgreementTable) -> bytes:
-    """Scatter of sim against lab success (%), Wilson intervals as error bars; PNG bytes."""
+def agreement_figure(t: dict) -> bytes:
+    """Scatter of sim against lab success (%), Wilson intervals as error bars, of an agreement
+    table's JSON form; PNG bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    def pct(rates):
+        values = [100 * r["successes"] / r["trials"] for r in rates]
+        err = [
+            [v - 100 * r["low"] for v, r in zip(values, rates, strict=True)],
+            [100 * r["high"] - v for v, r in zip(values, rates, strict=True)],
+        ]
+        return values, err
+
     fig, ax = plt.subplots(figsize=(5.0, 5.0))
     ax.plot([0, 100], [0, 100], color="0.6", linestyle="--", linewidth=1, label="sim = lab")
-    x = [100 * r.rate for r in table.lab]
-    xerr = [[100 * (r.rate - r.low) for r in table.lab], [100 * (r.high - r.rate) for r in table.lab]]
-    for world, rates in table.sims.items():
-        a = table.agreements[world]
-        y = [100 * r.rate for r in rates]
-        yerr = [[100 * (r.rate - r.low) for r in rates], [100 * (r.high - r.rate) for r in rates]]
-        label = f"{world} (r {_num(a.pearson)}, MMRV {_num(a.mmrv)})"
+    x, xerr = pct(t["lab"])
+    for world, rates in t["sims"].items():
+        a = t["agreements"][world]
+        y, yerr = pct(rates)
+        label = f"{world} (r {_num(a['pearson'])}, MMRV {_num(a['mmrv'])})"
         ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", capsize=3, alpha=0.85, label=label)
-    for name, xi in zip(table.policies, x, strict=True):
+    for name, xi in zip(t["policies"], x, strict=True):
         ax.annotate(name, (xi, 0), xytext=(0, 3), textcoords="offset points", fontsize=7, rotation=90, alpha=0.7)
     ax.set_xlim(-3, 103)
     ax.set_ylim(-3, 103)
@@ -169,5 +196,5 @@ def write_agreement(out: Path, table: AgreementTable) -> dict[str, Path]:
     return {
         "table": atomic.write_text(out / TABLE_FILE, agreement_markdown(table)),
         "json": atomic.write_json(out / JSON_FILE, table.to_json()),
-        "figure": atomic.write_bytes(out / FIGURE_FILE, agreement_figure(table)),
+        "figure": atomic.write_bytes(out / FIGURE_FILE, agreement_figure(table.to_json())),
     }

@@ -16,6 +16,7 @@ def study_run_command(
     n_real: int | None = None,
     n_sim: int | None = None,
     steps: int | None = None,
+    sim_worlds: tuple[str, ...] | None = None,
     workers: int | None = None,
     dry_run: bool = False,
 ) -> None:
@@ -36,12 +37,16 @@ def study_run_command(
         n_real: Real demonstrations (default: the profile's).
         n_sim: Simulated trajectories per grounding configuration (default: the profile's).
         steps: Training steps per policy (default: the profile's).
+        sim_worlds: Simulated worlds every policy is also evaluated in, on the lab's trials, for the
+            sim-vs-lab agreement: grounded, ungrounded, both (the default) or none (give the flag no value).
         workers: Processes for demos, generation and evaluation, >= 1 (default: one per core).
         dry_run: Print the plan and its expected time, run nothing.
     """
     from r2s2r.study.profiles import get_profile
     from r2s2r.study.run import run_study
 
-    chosen = get_profile(profile).replace(lab=lab, seed=seed, n_real=n_real, n_sim=n_sim, train_steps=steps)
+    chosen = get_profile(profile).replace(
+        lab=lab, seed=seed, n_real=n_real, n_sim=n_sim, train_steps=steps, sim_worlds=sim_worlds
+    )
     command = "r2s2r " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["study"] else None
     run_study(out, profile, chosen, design, workers, dry_run, command=command)

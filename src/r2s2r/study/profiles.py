@@ -42,6 +42,8 @@ class StudyProfile:
     eval_batch: int = 10  # trials in flight at once
     design: str = "grounding"
     mix: ConditionMix = ConditionMix()
+    # every policy is also evaluated on the lab's trials in these simulated worlds (sim-vs-lab agreement)
+    sim_worlds: tuple[str, ...] = ("grounded", "ungrounded")
 
     def __post_init__(self) -> None:
         for name in ("n_real", "n_sim"):
@@ -55,6 +57,11 @@ class StudyProfile:
             raise ConfigError(f"study profile: perturb_std expected in [0, 1) rad, got {self.perturb_std}")
         if self.lab < 0 or self.seed < 0:
             raise ConfigError(f"study profile: lab and seed expected >= 0, got {self.lab}, {self.seed}")
+        for w in self.sim_worlds:
+            if w not in ("grounded", "ungrounded"):
+                raise UnknownNameError("study sim world", w, ("grounded", "ungrounded"))
+        if len(set(self.sim_worlds)) != len(self.sim_worlds):
+            raise ConfigError(f"study profile: sim_worlds expected distinct worlds, got {self.sim_worlds}")
         get_preset(self.preset)  # a bad name fails here, with a hint
 
     @property

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from r2s2r.evaluate.agreement_report import AGREEMENT_NOTE, agreement_rows, pearson_notes, success_rows
 from r2s2r.evaluate.tables import LABELS
 from r2s2r.study.sections import Block, Bullets, Clip, Clips, Figure, Heading, Text, table, to_markdown
 from r2s2r.world.conditions import KINDS
@@ -163,7 +164,7 @@ def report_blocks(s: dict[str, Any], header: dict[str, str]) -> list[Block]:
             ),  # fmt: skip
         ]
     blocks += [Heading("What this run shows"), Bullets(tuple(trend_sentences(s))), Text((reproduces(s),))]
-    return blocks + clip_blocks(s) + _grounding_blocks(s)
+    return blocks + clip_blocks(s) + agreement_blocks(s) + _grounding_blocks(s)
 
 
 def report_markdown(s: dict[str, Any], header: dict[str, str]) -> str:
@@ -292,4 +293,33 @@ def _grounding_blocks(s: dict[str, Any]) -> list[Block]:
                 for r in s["stages"]
             ],
         ),
+    ]
+
+
+def agreement_blocks(s: dict[str, Any]) -> list[Block]:
+    """ "Can the simulator stand in for the lab?": every policy's success in the lab and in each
+    simulated world on the same trial list, and per world Pearson r and MMRV (SIMPLER) with intervals."""
+    a = s.get("agreement")
+    if a is None:
+        return []
+    verdicts = []
+    for w, g in a["agreements"].items():
+        r, m = g["pearson"], g["mmrv"]
+        holds = r is not None and r >= 0.9 and m <= 0.05
+        verdicts.append(f"{w}: {'meets' if holds else 'does not meet'} the bar of r >= 0.9 and MMRV <= 0.05")
+    return [
+        Heading("Can the simulator stand in for the lab?"),
+        Text(
+            (
+                f"Each of the {len(a['policies'])} policies above ran the lab's very trial list (same conditions, "
+                "objects, belt speeds and seeds) in the grounded and the ungrounded simulated world "
+                "(`r2s2r eval --world`); no anchor policies (random, scripted) are added, so the spread is the "
+                "study's own.",
+            )
+        ),
+        table(*success_rows(a)),
+        table(*agreement_rows(a)),
+        Text((AGREEMENT_NOTE, *pearson_notes(a))),
+        Bullets(tuple(verdicts)),
+        Figure("agreement.png", "sim vs lab success per policy"),
     ]

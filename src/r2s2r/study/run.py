@@ -2,6 +2,7 @@
 
 Outputs in ``out``: ``stages/<stage>-<hash>/`` (each stage's files and ``stage.json``),
 ``results.json`` (every number of the report), ``report.md``, ``success.png``, ``training.png``,
+``agreement.png`` (sim vs lab success, when the study evaluated in simulated worlds),
 ``report.html`` (the same report as one self-contained page: figures and the filmed trials embedded)
 and ``study.json`` (profile, design, plan, wall time of this run).
 """
@@ -20,6 +21,7 @@ from rich.table import Table
 
 from r2s2r import atomic
 from r2s2r.errors import R2S2RError
+from r2s2r.evaluate.agreement_report import agreement_figure
 from r2s2r.files import output_dir
 from r2s2r.study.design import Design, get_design
 from r2s2r.study.figures import success_figure, training_figure
@@ -112,6 +114,8 @@ def run_study(
     atomic.write_json(out / RESULTS, results)
     atomic.write_bytes(out / "success.png", success_figure(results))
     atomic.write_bytes(out / "training.png", training_figure(results))
+    if results["agreement"] is not None:
+        atomic.write_bytes(out / "agreement.png", agreement_figure(results["agreement"]))
     atomic.write_text(out / REPORT, report_markdown(results, header))
     atomic.write_text(out / PAGE, report_html(results, header, out))
     atomic.write_json(

@@ -15,6 +15,9 @@ that reads it):
   ratio, seed). ``run/`` (checkpoints) and ``history.json`` (the training log).
 - ``eval-<policy>``: the training stage's hash, lab, trial plan, seed, batch, trial length, torch threads.
   ``results.json`` and ``results.md``.
+- ``simeval-<policy>-<gw|uw>``: the training stage's hash, the calibration's hash, the world
+  (grounded or ungrounded), and the lab evaluation's trial settings: the policy on the lab's very
+  trial list in that simulated world (``r2s2r eval --world``), for the sim-vs-lab agreement.
 - ``videos-<policy>``: the evaluation stage's hash, the rule choosing the trials, the video format.
   The trials the report shows (a success and a failure per condition kind, where there are any),
   re-run with their waves and filmed: ``videos/``, ``clips.json``.
@@ -57,6 +60,9 @@ COST_S = {
     "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
     # one filmed lab step: two 320x240 lab-twin captures and their encoding (smoke study, 2026-12-06, loaded)
     "video_frame": 0.2,
+    # a simulated evaluation step (SimulatedCell, benchmarks/cell_speed.py): physics, and three plain renders
+    "sim_step_unobserved": 0.004,
+    "sim_frames": 0.015,
 }
 
 
@@ -84,6 +90,7 @@ class StudyPlan:
     sims: dict[str, str]  # SimConfig.name -> stage name
     policies: dict[str, tuple[str, str]]  # policy -> (train stage, eval stage)
     videos: dict[str, str]  # policy -> videos stage
+    sim_evals: dict[str, dict[str, str]]  # policy -> world ("grounded", "ungrounded") -> sim evaluation stage
 
     def stage(self, name: str) -> PlannedStage:
         return next(s for s in self.stages if s.name == name)
@@ -146,13 +153,55 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
     by_name = {s.name: s for s in out}
     policies: dict[str, tuple[str, str]] = {}
     videos: dict[str, str] = {}
+    sim_evals: dict[str, dict[str, str]] = {}
     for pol in design.policies:
-        planned = _policy_stages(pol, p, by_name, train_data, sims, stages, workers, console)
-        out += planned
-        by_name.update({s.name: s for s in planned})
-        policies[pol.name] = (planned[0].name, planned[1].name)
-        videos[pol.name] = planned[2].name
-    return StudyPlan(tuple(out), "calibrate", demos, sims, policies, videos)
+        train, ev, film = _policy_stages(pol, p, by_name, train_data, sims, stages, workers, console)
+        in_sim = [_sim_eval_stage(pol, p, train, ev, w, cal_key, stages, workers, console) for w in p.sim_worlds]
+        out += [train, ev, *in_sim, film]
+        by_name.update({s.name: s for s in (train, ev, film)})
+        policies[pol.name] = (train.name, ev.name)
+        videos[pol.name] = film.name
+        sim_evals[pol.name] = {w: s.name for w, s in zip(p.sim_worlds, in_sim, strict=True)}
+    return StudyPlan(tuple(out), "calibrate", demos, sims, policies, videos, sim_evals)
+
+
+def _sim_eval_stage(
+    pol: PolicySpec,
+    p: StudyProfile,
+    train: PlannedStage,
+    ev: PlannedStage,
+    world: str,
+    cal_key: dict[str, Any],
+    stages: Stages,
+    workers: int,
+    console: Console,
+) -> PlannedStage:
+    """The evaluation of ``pol`` on the lab's trial list in the ``world`` (grounded or ungrounded) sim."""
+    from r2s2r.generate.commands import WORLD_FILE_OF
+    from r2s2r.study import steps
+
+    key = {
+        "stage": "simeval",
+        "train": train.hash,
+        "calibrate": key_hash(cal_key),
+        "world": world,
+        **{k: ev.key[k] for k in ("lab", "trials", "seed", "batch", "max_duration", "torch_threads", "version")},
+    }
+    world_file = stages.dir("calibrate", cal_key) / WORLD_FILE_OF[world]
+    train_dir = stages.dir(train.name, train.key)
+    trial_steps = p.max_duration * 10 * COST_S["trial_fill"]
+    pc = steps.policy_preset(p, pol).policy
+    observed = (1 + (pc.past_frame % pc.execute_steps != 0)) / pc.execute_steps
+    step_s = COST_S["sim_step_unobserved"] + observed * COST_S["sim_frames"]
+    est = p.trials.total * trial_steps * step_s / min(workers, p.eval_batch)
+    short = f"{world[0]}w"
+    return PlannedStage(
+        f"simeval-{pol.name}-{short}",
+        key,
+        lambda d: steps.evaluate_policy(d, pol, p, train_dir, workers, console, world_file),
+        est,
+        f"evaluate {pol.name} on the lab's {p.trials.total} trials in the {world} sim",
+    )
 
 
 def _policy_stages(

@@ -143,8 +143,17 @@ def eval_config(p: StudyProfile, workers: int):
 
 
 def evaluate_policy(
-    folder: Path, pol: PolicySpec, p: StudyProfile, train_dir: Path, workers: int, console: Console
+    folder: Path,
+    pol: PolicySpec,
+    p: StudyProfile,
+    train_dir: Path,
+    workers: int,
+    console: Console,
+    world_file: Path | None = None,
 ) -> dict[str, Any]:
+    """Evaluate ``pol`` on the profile's lab trial list: in the lab, or (``world_file``, a WorldParams
+    JSON) on the same trials in that simulated world."""
+    from r2s2r.evaluate.cells import WorldCell
     from r2s2r.evaluate.runner import evaluate
     from r2s2r.policy import load_policy
     from r2s2r.progress import count_progress
@@ -152,7 +161,9 @@ def evaluate_policy(
     policy = load_policy(train_dir / RUN)
     config = eval_config(p, workers)
     wins = [0, 0]
-    with count_progress(f"trials {pol.name}", console) as bar:
+    world = WorldCell.load(world_file, None) if world_file is not None else None
+    where = f" in {world_file.stem}" if world_file is not None else ""
+    with count_progress(f"trials {pol.name}{where}", console) as bar:
         task = bar.add_task("trials", total=p.trials.total, status="")
 
         def show(o) -> None:
@@ -160,7 +171,7 @@ def evaluate_policy(
             wins[1] += 1
             bar.update(task, advance=1, status=f"success {wins[0]}/{wins[1]}")
 
-        res = evaluate(policy, p.lab, config, out=folder, name=pol.name, on_trial=show)
+        res = evaluate(policy, p.lab, config, out=folder, name=pol.name, on_trial=show, world=world)
     res.save(folder)
     o = res.overall()
     return {"successes": o.successes, "trials": o.trials, "wall_s": res.timing["wall_seconds"]}

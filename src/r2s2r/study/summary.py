@@ -2,8 +2,9 @@
 
 Everything the report shows comes from here, and everything here comes from the stages' own output
 files (evaluation ``results.json``, generation ``stats.json``, the calibration's ``report.json``,
-training ``history.json``, the filmed trials' ``clips.json``, each ``stage.json``): the report never
-computes a number of its own.
+training ``history.json``, the filmed trials' ``clips.json``, each ``stage.json``), and the
+statistics over them (comparisons, effects, the sim-vs-lab agreement) are computed here: the report
+never computes a number of its own.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from r2s2r.evaluate.agreement_report import agreement_table
 from r2s2r.evaluate.compare import design_effects, paired_against_first
 from r2s2r.evaluate.results import EvalResults
 from r2s2r.evaluate.stats import Effect, Rate
@@ -23,7 +25,7 @@ from r2s2r.study.runner import StudyPlan
 from r2s2r.study.stages import StageRecord
 from r2s2r.study.steps import CLIPS, DATA, HISTORY
 
-SCHEMA = 2  # 2: the filmed trials ("videos")
+SCHEMA = 3  # 2: the filmed trials ("videos"); 3: the sim-vs-lab agreement ("agreement")
 
 
 def _rate(r: Rate | None) -> dict[str, Any] | None:
@@ -42,6 +44,22 @@ def _read(path: Path) -> Any:
 
 def load_evaluations(plan: StudyPlan, records: dict[str, StageRecord]) -> dict[str, EvalResults]:
     return {pol: EvalResults.load(records[ev].dir) for pol, (_, ev) in plan.policies.items()}
+
+
+def sim_lab_agreement(
+    plan: StudyPlan, records: dict[str, StageRecord], evals: dict[str, EvalResults], seed: int
+) -> dict[str, Any] | None:
+    """Per simulated world (named "<world> sim"), its success per policy and its agreement with the
+    lab (``AgreementTable.to_json()``); None when the study evaluated in no world or has one policy."""
+    worlds = {w for by_world in plan.sim_evals.values() for w in by_world}
+    if not worlds or len(evals) < 2:
+        return None
+    in_sim = {
+        f"{w} sim": [EvalResults.load(records[plan.sim_evals[pol][w]].dir) for pol in evals]
+        for w in ("grounded", "ungrounded")
+        if w in worlds
+    }
+    return agreement_table(list(evals.values()), in_sim, seed=seed).to_json()
 
 
 def summarize_study(
@@ -123,6 +141,7 @@ def summarize_study(
         "calibration": {"rows": cal["rows"], "grounded_closer": cal["grounded_closer"]},
         "training": training,
         "videos": videos,
+        "agreement": sim_lab_agreement(plan, records, evals, profile.seed),
         "stages": stages,
     }
 
