@@ -13,6 +13,7 @@ from rich.console import Console
 from r2s2r import atomic
 from r2s2r.cli import main
 from r2s2r.errors import ConfigError, UnknownNameError
+from r2s2r.evaluate.agreement_report import agreement_rows, agreement_table
 from r2s2r.evaluate.results import EvalResults
 from r2s2r.evaluate.stats import factorial_effects
 from r2s2r.study import DESIGNS, PROFILES, get_design, get_profile, run_study
@@ -28,12 +29,14 @@ QUIET = Console(stderr=True, quiet=True)
 @pytest.mark.slow
 def test_smoke_study_writes_every_artifact(smoke):
     out, results = smoke
-    for name in ("report.md", "report.html", "results.json", "success.png", "training.png", "study.json"):
+    files = ("report.md", "report.html", "results.json", "success.png", "training.png", "agreement.png", "study.json")
+    for name in files:
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     assert (out / "success.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     study = json.loads((out / "study.json").read_text())
     stage_dirs = sorted((out / "stages").iterdir())
-    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 3 * 5  # train, eval, videos per policy
+    # per policy: train, eval, an evaluation in each of the two simulated worlds, videos
+    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 5 * 5
     for d in stage_dirs:
         assert (d / "stage.json").is_file(), d
     cal = next(d for d in stage_dirs if d.name.startswith("calibrate-"))
@@ -90,6 +93,33 @@ def test_smoke_report_agrees_with_the_results_files(smoke):
 
 
 @pytest.mark.slow
+def test_smoke_study_evaluates_every_policy_in_both_worlds_on_the_lab_trials(smoke):
+    out, results = smoke
+    a = results["agreement"]
+    policies = list(results["policies"])
+    assert a["policies"] == policies and set(a["sims"]) == {"grounded sim", "ungrounded sim"}
+    stages = out / "stages"
+    cal = next(stages.glob("calibrate-*"))
+    lab = [EvalResults.load(results["policies"][n]["eval_dir"]) for n in policies]
+    worlds = {}
+    for world, file in (("grounded", "world.json"), ("ungrounded", "ungrounded.json")):
+        short = world[0] + "w"
+        sims = [EvalResults.load(next(stages.glob(f"simeval-{n}-{short}-*"))) for n in policies]
+        for s, lr in zip(sims, lab, strict=True):
+            assert s.trials.digest() == lr.trials.digest() == results["trial_list"]  # the lab's very trials
+            assert s.cell["kind"] == "world" and s.cell["world"] == str(cal / file)
+            assert s.settings == lr.settings and s.policy == lr.policy
+        assert [r["successes"] for r in a["sims"][f"{world} sim"]] == [sum(s.successes()) for s in sims]
+        worlds[f"{world} sim"] = sims
+    want = agreement_table(lab, worlds, seed=PROFILES["smoke"].seed).to_json()
+    assert json.loads(json.dumps(want)) == json.loads(json.dumps(a))
+    report = (out / "report.md").read_text()
+    assert "## Can the simulator stand in for the lab?" in report and "![" in report and "agreement.png" in report
+    for row in agreement_rows(a)[1]:
+        assert "| " + " | ".join(row) + " |" in report
+
+
+@pytest.mark.slow
 def test_rerun_is_cached_and_a_changed_setting_reruns_only_its_dependents(smoke):
     out, first = smoke
     fd, stale = atomic.temp_beside(out / "results.json")  # what a run killed while writing it leaves
@@ -103,8 +133,8 @@ def test_rerun_is_cached_and_a_changed_setting_reruns_only_its_dependents(smoke)
     changed = dataclasses.replace(PROFILES["smoke"], train_steps=PROFILES["smoke"].steps + 1)
     rows = stage_table(plan_study(changed, get_design("grounding"), out / "stages", 2, QUIET), out / "stages")
     to_run = {r["stage"].split("-")[0] for r in rows if not r["cached"]}
-    assert to_run == {"train", "eval", "videos"}
-    assert all(r["cached"] for r in rows if r["stage"].startswith(("sim", "demos")))
+    assert to_run == {"train", "eval", "simeval", "videos"}
+    assert all(r["cached"] for r in rows if r["stage"].startswith(("sim-", "demos")))
     # another lab: everything reruns
     other = dataclasses.replace(PROFILES["smoke"], lab=1)
     rows = stage_table(plan_study(other, get_design("grounding"), out / "stages", 2, QUIET), out / "stages")

@@ -162,7 +162,7 @@ def evaluate_policy(
     config = eval_config(p, workers)
     wins = [0, 0]
     world = WorldCell.load(world_file, None) if world_file is not None else None
-    where = f" in {world_file.stem}" if world_file is not None else ""
+    where = f" in sim ({world_file.name})" if world_file is not None else ""
     with count_progress(f"trials {pol.name}{where}", console) as bar:
         task = bar.add_task("trials", total=p.trials.total, status="")
 
