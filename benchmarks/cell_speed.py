@@ -27,6 +27,7 @@ from r2s2r.world.cell import CellConfig, SimCell
 from r2s2r.world.conditions import sample_condition
 from r2s2r.world.engine import CellEngine, home_command
 from r2s2r.world.params import WorldParams
+from r2s2r.world.rendering import CellRenderer, block_mean
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -61,11 +62,22 @@ def render_ms(params: WorldParams, frames: int) -> dict[tuple[str, str], float]:
     return out
 
 
+def _draw_as_before(lab: LabTwin) -> None:
+    """Benchmark only: make ``lab`` draw every render at its params' quality (1024 px shadows, 2x MSAA),
+    as before renders were drawn at their size's quality (``r2s2r.world.rendering.render_quality``)."""
+    eng = lab._LabTwin__engine
+    for key, (model, data, renderer) in eng._built.items():
+        renderer.close()
+        eng._built[key] = (model, data, CellRenderer(model, eng.params.cameras, small=0))
+    eng.renderer = eng._built[(eng.object_name, eng.target)][2]
+
+
 def control_cost(
-    params: WorldParams, lab_seed: int | None, controls: int, size: int, observe: bool = True
+    params: WorldParams, lab_seed: int | None, controls: int, size: int, observe: bool = True, before: bool = False
 ) -> tuple[float, float]:
     """(median seconds per control step, median seconds of its floor); ``observe`` False: the lab's
-    ``act(observe=False)`` (what an evaluation does between re-plans), whose floor is the physics alone."""
+    ``act(observe=False)`` (what an evaluation does between re-plans), whose floor is the physics alone;
+    ``before``: the lab draws its small renders as it did before (the reference row)."""
     cond = sample_condition("nominal", np.random.default_rng(0))
     if lab_seed is None:
         cell = SimCell(params, CellConfig(image_size=size))
@@ -75,13 +87,15 @@ def control_cost(
     else:
         cell = LabTwin(lab_seed, CellConfig(image_size=size))
         cell.reset(cond, 0)
+        if before:
+            _draw_as_before(cell)
         act = cell.act if observe else lambda a: cell.act(a, observe=False)
         engine = None
     a = home_command()
     step_t = _median_time(lambda: act(a), controls)
     # The floor: a bare engine with the same params, raw mj_step for one period and raw renders.
-    eng = engine or CellEngine(params)
-    if engine is None:
+    eng = engine or (cell._LabTwin__engine if before else CellEngine(params))
+    if engine is None and not before:
         eng.apply_condition(cond)
     nstep = int(round(0.1 / params.physics.timestep))
     rng = np.random.default_rng(0)
@@ -94,9 +108,10 @@ def control_cost(
         mujoco.mj_step(eng.model, eng.data, nstep=nstep)
         for c in cams:
             pipe = renderers.pipeline(c, (size, size))
-            r = renderers._renderers[(pipe.render_height, pipe.render_width)]
+            r, k = renderers._renderers[(pipe.render_height, pipe.render_width)]
             r.update_scene(eng.data, camera=c)
-            pipe.apply(r.render(), rng)
+            image = r.render()
+            pipe.apply(block_mean(image, k) if k > 1 else image, rng)
 
     floor_t = _median_time(floor, controls)
     return step_t, floor_t
@@ -137,13 +152,14 @@ def main() -> None:
     for col in ("cell", "step ms", "floor ms (raw physics + render)", "ratio", "overhead"):
         t.add_column(col)
     rows = (
-        ("SimCell.step", sim, None, True),
-        ("LabTwin.act", lab, args.lab, True),
-        ("LabTwin.act(observe=False)", lab, args.lab, False),
+        ("SimCell.step", sim, None, True, False),
+        ("LabTwin.act, as before (MSAA, 1024 px shadows)", lab, args.lab, True, True),
+        ("LabTwin.act", lab, args.lab, True, False),
+        ("LabTwin.act(observe=False)", lab, args.lab, False, False),
     )
     cost = {}
-    for name, p, seed, observe in rows:
-        step_t, floor_t = control_cost(p, seed, args.controls, args.size, observe)
+    for name, p, seed, observe, before in rows:
+        step_t, floor_t = control_cost(p, seed, args.controls, args.size, observe, before)
         cost[name] = step_t
         t.add_row(
             name,
@@ -153,6 +169,12 @@ def main() -> None:
             f"{100 * (step_t / floor_t - 1):+.0f}%",
         )
     console.print(t)
+    before, now = cost["LabTwin.act, as before (MSAA, 1024 px shadows)"], cost["LabTwin.act"]
+    console.print(
+        f"observed lab step at {args.size} px: {now * 1000:.1f} ms = {now / before:.2f} x before "
+        f"({before * 1000:.1f} ms)"
+        f"({before * 1000:.1f} ms)"
+    )
     # An evaluation of the cpu preset (re-plan every 8 steps, a past frame 5 steps back) observes 2
     # steps of 8: its mean lab step, against observing every step (what evaluation did before).
     observed = 2 / 8
