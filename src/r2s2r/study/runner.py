@@ -5,7 +5,7 @@ that reads it):
 
 - ``calibrate``: lab, seed. ``r2s2r calibrate``'s outputs: grounded ``world.json``,
   ``ungrounded.json``, the mismatch report, the raw records.
-- ``demos-<n>``: lab, n, seed, image size. n teleoperated real demonstrations (``data/``).
+- ``demos-<n>``: lab, n, seed, image size, how the lab draws images. n teleoperated real demonstrations (``data/``).
 - ``labels-<n>``: the demos' and the calibration's hashes; only when the preset's policies learn the
   object's state (``PolicyConfig.object_state``). The demonstrations with per-frame object-state
   labels from their stereo pairs (``data/``); the policies train on these.
@@ -13,7 +13,8 @@ that reads it):
   only), n, seed, image size, condition mix. ``data/`` with ``stats.json`` (admission, throughput).
 - ``train-<policy>``: the data stages' hashes, the preset's policy and training configs (steps,
   ratio, seed). ``run/`` (checkpoints) and ``history.json`` (the training log).
-- ``eval-<policy>``: the training stage's hash, lab, trial plan, seed, batch, trial length, torch threads.
+- ``eval-<policy>``: the training stage's hash, lab, trial plan, seed, batch, trial length, torch threads,
+  how the lab draws images.
   ``results.json`` and ``results.md``.
 - ``simeval-<policy>-<gw|uw>``: the training stage's hash, the calibration's hash, the world
   (grounded or ungrounded), and the lab evaluation's trial settings: the policy on the lab's very
@@ -66,6 +67,12 @@ COST_S = {
 }
 
 
+# How the lab twin draws a policy's images: in the keys of the stages that record or act on them (demos,
+# evaluation), so a study never mixes the two. 2 (2026-12-06): small renders supersampled, not multisampled
+# (r2s2r.world.rendering.render_quality).
+LAB_IMAGES = 2
+
+
 @dataclass(frozen=True)
 class PlannedStage:
     name: str
@@ -116,6 +123,7 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
     demos: dict[int, str] = {}
     for n in sorted({pol.n_real or p.n_real for pol in design.policies} | {p.n_real}):
         key = {"stage": "demos", "lab": p.lab, "n": n, "seed": p.seed, "image_size": p.image_size, "version": version}
+        key["lab_images"] = LAB_IMAGES
         if p.perturb_std:  # (clean demos keep the key they had before DART could be asked for)
             key["perturb_std"] = p.perturb_std
         demos[n] = f"demos-{n}"
@@ -253,6 +261,7 @@ def _policy_stages(
         "max_duration": p.max_duration,
         "torch_threads": EVAL_TORCH_THREADS,  # the policy's sampled chunks depend on it
         "version": r2s2r.__version__,
+        "lab_images": LAB_IMAGES,
     }
     train_dir = stages.dir(train_name, train_key)
     trial_steps = p.max_duration * 10 * COST_S["trial_fill"]
