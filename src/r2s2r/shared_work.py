@@ -12,7 +12,8 @@ is computed by the same code from the same inputs whoever computes it, so what `
 not depend on the number of processes or on which one computed what.
 
 The folder is private to one run (a temporary folder of the run's machine; results are pickles
-this run wrote). Without a folder, ``map`` computes everything in this process.
+this run wrote). Without a folder, or with one this machine does not have (a Ray actor on another
+node), ``map`` computes everything in this process.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class SharedWork:
-    """Results computed once among the processes sharing ``folder`` (None: computed here, unshared)."""
+    """Results computed once among the processes sharing ``folder`` (None, or a folder this machine
+    does not have: computed here, unshared)."""
 
     def __init__(self, folder: Path | None) -> None:
-        self.folder = None if folder is None else Path(folder)
+        self.folder = Path(folder) if folder is not None and Path(folder).is_dir() else None
 
     def map(self, names: Sequence[str], compute: Callable[[str], Any]) -> dict[str, Any]:
         """``{name: compute(name)}`` for every name, in the order given; ``compute`` must give the

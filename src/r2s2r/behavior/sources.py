@@ -132,10 +132,9 @@ def load_sources(
 
     ``shared``: a folder the processes preparing the same sources share (``SharedWork``): each
     demonstration is then prepared by one of them and read back by the others; the sources are
-    the same either way. A folder this machine does not have (a Ray actor on another node) is
-    ignored."""
+    the same either way."""
     key = hashlib.sha256(repr((str(Path(demos).resolve()), world.content_hash(), pose)).encode()).hexdigest()[:12]
-    work = SharedWork(shared if shared is not None and Path(shared).is_dir() else None)
+    work = SharedWork(shared)
     with Dataset(demos) as ds:
         names = {f"source-{key}-{i}": i for i in range(len(ds))}
         prepared = work.map(list(names), lambda name: _prepare_or_reason(ds, names[name], world, pose))

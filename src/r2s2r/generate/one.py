@@ -30,7 +30,7 @@ def _teleop(inputs: BehaviorInputs) -> Behavior:
 def _planner(inputs: BehaviorInputs) -> Behavior:
     from r2s2r.behavior.planner import MotionPlanner
 
-    return MotionPlanner()
+    return MotionPlanner(shared=inputs.shared)
 
 
 def _mimic(inputs: BehaviorInputs) -> Behavior:

@@ -135,7 +135,7 @@ def _sharing(spec: GenerationSpec, workers: int) -> Iterator[GenerationSpec]:
     if workers == 1 or spec.inputs.shared is not None:
         yield spec
         return
-    with tempfile.TemporaryDirectory(prefix="r2s2r-generate-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="r2s2r-generate-", ignore_cleanup_errors=True) as tmp:
         yield dataclasses.replace(spec, inputs=dataclasses.replace(spec.inputs, shared=Path(tmp)))
 
 
