@@ -77,3 +77,16 @@ def test_bad_grasp_config_is_rejected():
         GraspConfig(approaches=("below",))
     with pytest.raises(ConfigError, match="unknown object"):
         GraspSampler().grasps("teapot")
+
+
+def _fields(g) -> tuple:
+    return (g.T_object_hand.tobytes(), g.kind, g.approach, g.score, g.fingers, g.closures, g.lift, g.symmetry)
+
+
+def test_grasps_shared_through_a_folder_are_sampled_once_and_the_same(tmp_path, monkeypatch):
+    want = [_fields(g) for g in GraspSampler().grasps("blue_puck")]
+    assert [_fields(g) for g in GraspSampler(shared=tmp_path).grasps("blue_puck")] == want
+    assert len(list(tmp_path.glob("grasps-*-blue_puck.pkl"))) == 1
+    again = GraspSampler(shared=tmp_path)
+    monkeypatch.setattr(again, "_propose", lambda name: pytest.fail(f"{name} sampled again"))
+    assert [_fields(g) for g in again.grasps("blue_puck")] == want  # read back

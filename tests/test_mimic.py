@@ -8,6 +8,7 @@ hook) with the simulator's physics step and lean rendering.
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import cv2
 import numpy as np
@@ -18,9 +19,14 @@ from r2s2r.behavior.segments import CLOSED, hand_closure, object_frame
 from r2s2r.behavior.sources import belt_direction, flange_poses, load_sources
 from r2s2r.cli import main
 from r2s2r.data import Dataset, DatasetWriter, check_dataset
+from r2s2r.data.episode import datagen_leaves
 from r2s2r.errors import R2S2RError
 from r2s2r.generate import rollout, sim_features
 from r2s2r.generate.admission import run_attempts
+from r2s2r.generate.attempt import BehaviorInputs, GenerationSpec
+from r2s2r.generate.mix import ConditionMix
+from r2s2r.generate.one import BEHAVIORS
+from r2s2r.generate.run import RunConfig, generate
 from r2s2r.geometry import inv_T, make_T
 from r2s2r.lab.twin import _hidden_params
 from r2s2r.world.cell import CellConfig, SimCell
@@ -204,3 +210,48 @@ def test_demonstrations_without_a_stereo_pair_are_rejected(real_demos, world, tm
             w.add(dataclasses.replace(ep, extras={}))
     with pytest.raises(R2S2RError, match="no first-frame stereo pair"):
         load_sources(bare, world)
+
+
+def _same_source(a, b) -> bool:
+    arrays = ("T_world_object0", "belt_velocity", "actions", "T_world_flange")
+    return (
+        (a.index, a.segments, a.lag, a.control_dt) == (b.index, b.segments, b.lag, b.control_dt)
+        and all(getattr(a, k).tobytes() == getattr(b, k).tobytes() for k in arrays)
+        and (a.estimate.object_name, a.estimate.x, a.estimate.y, a.estimate.yaw, a.estimate.scores)
+        == (b.estimate.object_name, b.estimate.x, b.estimate.y, b.estimate.yaw, b.estimate.scores)
+    )
+
+
+def test_sources_shared_through_a_folder_are_prepared_once_and_the_same(real_demos, world, sources, tmp_path):
+    _, path = real_demos
+    found, rejected = load_sources(path, world, shared=tmp_path)
+    assert not rejected and len(found) == len(sources)
+    assert all(_same_source(a, b) for a, b in zip(found, sources, strict=True))
+    published = sorted(tmp_path.glob("source-*.pkl"))
+    assert len(published) == len(sources)
+    spoiled = tmp_path / f"{published[0].name.rsplit('-', 1)[0]}-{sources[0].index}.pkl"
+    spoiled.write_bytes(pickle.dumps("spoiled"))  # read back, not prepared again: the spoiled result comes back
+    again, rejected = load_sources(path, world, shared=tmp_path)
+    assert rejected == {sources[0].index: "spoiled"}
+    assert all(_same_source(a, b) for a, b in zip(again, sources[1:], strict=True))
+    found, _ = load_sources(path, world, shared=tmp_path / "elsewhere")  # a folder this machine lacks: ignored
+    assert all(_same_source(a, b) for a, b in zip(found, sources, strict=True))
+
+
+def _episodes(path) -> list[tuple]:
+    """Every episode's provenance and arrays, as bytes."""
+    out = []
+    with Dataset(path) as ds:
+        for ep in ds.episodes():
+            arrays = ep.arrays() | datagen_leaves(ep.datagen_info)
+            out.append((ep.provenance.dumps(), [(k, arrays[k].tobytes()) for k in sorted(arrays)]))
+    return out
+
+
+def test_two_workers_sharing_the_sources_generate_the_serial_run_s_bytes(real_demos, world, tmp_path):
+    _, demos = real_demos
+    mix = ConditionMix(nominal=1.0, lighting=0.0, belt_speed=0.0, novel_object=0.0, combined=0.0)
+    spec = GenerationSpec(BehaviorInputs(world, demos), BEHAVIORS["mimic"], CELL, mix, seed=2)
+    generate(tmp_path / "serial", spec, RunConfig(n=2), {"test": "mimic"})
+    generate(tmp_path / "pool", spec, RunConfig(n=2, workers=2), {"test": "mimic"})
+    assert _episodes(tmp_path / "pool") == _episodes(tmp_path / "serial")

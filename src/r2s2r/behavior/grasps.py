@@ -33,14 +33,17 @@ the object, and poses without a force-closure pair are rejected.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import mujoco
 import numpy as np
 
 from r2s2r.errors import ConfigError
 from r2s2r.geometry import axis_angle_quat, make_T, quat_to_mat, split_T
+from r2s2r.shared_work import SharedWork
 from r2s2r.world.hand import FINGERS, GRASP_KINDS, PALM_CENTER, PINCH_CENTER, HandParams, add_hand, hand_grasp_pose
 from r2s2r.world.objects import CATALOG
 from r2s2r.world.scene import object_geom
@@ -213,12 +216,15 @@ _REJECT = _Eval(-math.inf)
 
 
 class GraspSampler:
-    """Ranked grasps per catalog object (computed once per object and kept by this sampler)."""
+    """Ranked grasps per catalog object (computed once per object and kept by this sampler; with a
+    ``shared`` folder, once per object among the processes sharing it: ``r2s2r.shared_work``)."""
 
-    def __init__(self, config: GraspConfig = GraspConfig()) -> None:
+    def __init__(self, config: GraspConfig = GraspConfig(), shared: Path | None = None) -> None:
         self.config = config
         self._probes: dict[str, _HandProbe] = {}
         self._ranked: dict[str, tuple[Grasp, ...]] = {}
+        self._work = SharedWork(shared)
+        self._key = hashlib.sha256(repr(config).encode()).hexdigest()[:12]
 
     def _probe(self, object_name: str) -> _HandProbe:
         if object_name not in CATALOG:
@@ -230,7 +236,8 @@ class GraspSampler:
     def grasps(self, object_name: str) -> tuple[Grasp, ...]:
         """Refined grasps of ``object_name``, best score first (rejected poses left out)."""
         if object_name not in self._ranked:
-            self._ranked[object_name] = self._propose(object_name)
+            name = f"grasps-{self._key}-{object_name}"
+            self._ranked[object_name] = self._work.map([name], lambda _: self._propose(object_name))[name]
         return self._ranked[object_name]
 
     def evaluate(self, object_name: str, T_object_hand: np.ndarray, kind: str, approach: str = "top") -> Grasp | None:

@@ -153,8 +153,11 @@ class MimicBehavior:
         self.T_base_world = inv_T(make_T(base.pos, base.quat))
 
     @classmethod
-    def from_dataset(cls, demos: Path, world: WorldParams, config: MimicConfig = MimicConfig()) -> MimicBehavior:
-        sources, rejected = load_sources(demos, world, config.pose)
+    def from_dataset(
+        cls, demos: Path, world: WorldParams, config: MimicConfig = MimicConfig(), shared: Path | None = None
+    ) -> MimicBehavior:
+        """The behaviour for the real demonstrations at ``demos`` (``shared``: see ``load_sources``)."""
+        sources, rejected = load_sources(demos, world, config.pose, shared)
         return cls(sources, world, config, rejected)
 
     # --- source selection -------------------------------------------------------------------

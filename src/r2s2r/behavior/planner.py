@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import mujoco
@@ -127,9 +128,9 @@ class MotionPlanner:
 
     name = "planner"
 
-    def __init__(self, config: PlannerConfig = PlannerConfig()) -> None:
+    def __init__(self, config: PlannerConfig = PlannerConfig(), shared: Path | None = None) -> None:
         self.config = config
-        self.sampler = GraspSampler(config.grasps)
+        self.sampler = GraspSampler(config.grasps, shared)  # shared: see GraspSampler
         self._checkers: dict[int, tuple[Any, CellCollision]] = {}
         self._iks: dict[Any, ArmIK] = {}
         c = config

@@ -33,7 +33,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from r2s2r.errors import ConfigError, R2S2RError
-from r2s2r.geometry import axis_angle_quat, inv_T, make_T, quat_mul
+from r2s2r.geometry import axis_angle_quat, inv_T, make_T, quat_mul, quat_to_mat
 from r2s2r.segmentation import COLORS, belt_mask, color_mask
 from r2s2r.world.objects import CATALOG, KNOWN_OBJECTS, CatalogObject
 from r2s2r.world.params import CameraParams, ConveyorParams, WorldParams
@@ -111,6 +111,26 @@ def _T_world_object(world: WorldParams, obj: CatalogObject, x: float, y: float, 
     return make_T(pos[:3], quat_mul(c.pose.quat, axis_angle_quat((0, 0, 1), yaw)))
 
 
+class _Placement:
+    """The surface points of one object placed as ``_T_world_object`` places it (world frame), with
+    the belt's pose and the rotation of each yaw tried kept: a fit places the object tens of
+    thousands of times, at few yaws."""
+
+    def __init__(self, world: WorldParams, obj: CatalogObject) -> None:
+        c = world.conveyor
+        self._quat = c.pose.quat
+        self._T_world_belt = make_T(c.pose.pos, c.pose.quat)
+        self._height = obj.rest_height
+        self._pts = _surface_points(obj)
+        self._rot: dict[float, np.ndarray] = {}
+
+    def points(self, x: float, y: float, yaw: float) -> np.ndarray:
+        R = self._rot.get(yaw)
+        if R is None:
+            R = self._rot[yaw] = quat_to_mat(quat_mul(self._quat, axis_angle_quat((0, 0, 1), yaw)))
+        return self._pts @ R.T + (self._T_world_belt @ np.array([x, y, self._height, 1.0]))[:3]
+
+
 class _View:
     """One camera's observed mask in a region of interest, and model silhouettes rendered into it."""
 
@@ -125,17 +145,33 @@ class _View:
         self.centroid = np.array([xs.mean() + u0, ys.mean() + v0])
 
     def project(self, points_world: np.ndarray) -> np.ndarray:
-        p = (self.T_cam_world @ np.c_[points_world, np.ones(len(points_world))].T)[:3].T
+        homogeneous = np.concatenate((points_world, np.ones((len(points_world), 1))), axis=1)
+        p = (self.T_cam_world @ homogeneous.T)[:3].T
         return self.cam.lens.project(p)
+
+    def _hull(self, points_world: np.ndarray) -> np.ndarray | None:
+        """The projected points' convex hull (px, float32), None when a point does not project."""
+        px = self.project(points_world)
+        if not np.all(np.isfinite(px)):
+            return None
+        return cv2.convexHull(px.astype(np.float32)).reshape(-1, 2)
+
+    @staticmethod
+    def _centroid(hull: np.ndarray) -> np.ndarray:
+        m = cv2.moments(hull)
+        return np.array([m["m10"], m["m01"]]) / max(m["m00"], 1e-9)
+
+    def model_centroid(self, points_world: np.ndarray) -> np.ndarray:
+        """The centroid (u, v) px of the projected convex hull (``silhouette``'s, without its coverage)."""
+        hull = self._hull(points_world)
+        return np.array([np.nan, np.nan]) if hull is None else self._centroid(hull)
 
     def silhouette(self, points_world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(coverage in [0, 1] over the ROI, centroid (u, v) px) of the projected convex hull."""
-        px = self.project(points_world)
-        if not np.all(np.isfinite(px)):
+        hull = self._hull(points_world)
+        if hull is None:
             return np.zeros_like(self.mask), np.array([np.nan, np.nan])
-        hull = cv2.convexHull(px.astype(np.float32)).reshape(-1, 2)
-        m = cv2.moments(hull)
-        centroid = np.array([m["m10"], m["m01"]]) / max(m["m00"], 1e-9)
+        centroid = self._centroid(hull)
         u0, v0, u1, v1 = self.roi
         big = np.zeros(((v1 - v0) * SUPERSAMPLE, (u1 - u0) * SUPERSAMPLE), np.uint8)
         pts = np.round((hull - [u0 - 0.5, v0 - 0.5]) * SUPERSAMPLE * 16).astype(np.int32)
@@ -254,17 +290,13 @@ def _fit(
     views: list[_View], world: WorldParams, obj: CatalogObject, xy0: np.ndarray, config: PoseEstimateConfig
 ) -> tuple[float, np.ndarray]:
     """Best (IoU, (x, y, yaw)) of one catalog object."""
-    pts = _surface_points(obj)
-
-    def world_points(p: np.ndarray) -> np.ndarray:
-        T = _T_world_object(world, obj, *p)
-        return pts @ T[:3, :3].T + T[:3, 3]
+    world_points = _Placement(world, obj).points
 
     def centroid_fit(xy: np.ndarray, yaw: float) -> np.ndarray:
         for _ in range(4):  # Gauss-Newton on the silhouette centroids (4 equations, 2 unknowns)
 
             def resid(q):
-                return np.concatenate([v.silhouette(world_points(np.r_[q, yaw]))[1] - v.centroid for v in views])
+                return np.concatenate([v.model_centroid(world_points(q[0], q[1], yaw)) - v.centroid for v in views])
 
             r0 = resid(xy)
             J = np.column_stack([(resid(xy + dq) - r0) / 1e-4 for dq in np.eye(2) * 1e-4])
@@ -275,7 +307,7 @@ def _fit(
         return xy
 
     def cost(p: np.ndarray) -> float:
-        return 1.0 - float(np.mean([v.iou(v.silhouette(world_points(p))[0]) for v in views]))
+        return 1.0 - float(np.mean([v.iou(v.silhouette(world_points(*p))[0]) for v in views]))
 
     if obj.shape == "box":
         period = math.pi / 2 if abs(obj.size[0] - obj.size[1]) < 1e-9 else math.pi

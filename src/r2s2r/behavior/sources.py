@@ -18,6 +18,7 @@ command) and its first frame's full-resolution head stereo pair; no hidden state
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from r2s2r.behavior.segments import Segmentation, segment_demo
 from r2s2r.data import Dataset, Episode
 from r2s2r.errors import R2S2RError
 from r2s2r.geometry import make_T, quat_to_mat
+from r2s2r.shared_work import SharedWork
 from r2s2r.world import rizon
 from r2s2r.world.params import WorldParams
 
@@ -63,12 +65,8 @@ def flange_poses(world: WorldParams, q_arm: np.ndarray) -> np.ndarray:
     """(T, 4, 4) T_world_flange of arm joint values (T, 7) on ``world``'s right-arm kinematics."""
     arm = world.right_arm
     T_wb = make_T(arm.base.pos, arm.base.quat)
-    return np.stack(
-        [
-            T_wb @ rizon.forward_kinematics(q, arm.link_pos, arm.flange_pos, arm.joint_zero)
-            for q in np.asarray(q_arm, float)
-        ]
-    )
+    T_bf = rizon.forward_kinematics_many(np.asarray(q_arm, float), arm.link_pos, arm.flange_pos, arm.joint_zero)
+    return np.stack([T_wb @ T for T in T_bf])
 
 
 def belt_direction(world: WorldParams) -> np.ndarray:
@@ -116,21 +114,32 @@ def prepare_source(
     return SourceDemo(index, est, T0, v, episode.actions, T_target, seg, lag, control_dt)
 
 
+def _prepare_or_reason(ds: Dataset, i: int, world: WorldParams, pose: PoseEstimateConfig) -> SourceDemo | str:
+    """Demonstration ``i`` of ``ds`` as a ``SourceDemo``, or why it cannot be one."""
+    if ds.provenance(i).source != "real":
+        return "not a real demonstration"
+    episode = ds.episode(i)  # an unreadable or corrupt shard is an error, not a rejected demo
+    try:
+        return prepare_source(episode, i, world, pose, 1.0 / ds.control_rate_hz)
+    except R2S2RError as e:
+        return str(e)
+
+
 def load_sources(
-    demos: Path, world: WorldParams, pose: PoseEstimateConfig = PoseEstimateConfig()
+    demos: Path, world: WorldParams, pose: PoseEstimateConfig = PoseEstimateConfig(), shared: Path | None = None
 ) -> tuple[list[SourceDemo], dict[int, str]]:
-    """Every usable demonstration of the dataset at ``demos`` and, for the others, why not."""
-    sources, rejected = [], {}
+    """Every usable demonstration of the dataset at ``demos`` and, for the others, why not.
+
+    ``shared``: a folder the processes preparing the same sources share (``SharedWork``): each
+    demonstration is then prepared by one of them and read back by the others; the sources are
+    the same either way."""
+    key = hashlib.sha256(repr((str(Path(demos).resolve()), world.content_hash(), pose)).encode()).hexdigest()[:12]
+    work = SharedWork(shared)
     with Dataset(demos) as ds:
-        for i in range(len(ds)):
-            if ds.provenance(i).source != "real":
-                rejected[i] = "not a real demonstration"
-                continue
-            episode = ds.episode(i)  # an unreadable or corrupt shard is an error, not a rejected demo
-            try:
-                sources.append(prepare_source(episode, i, world, pose, 1.0 / ds.control_rate_hz))
-            except R2S2RError as e:
-                rejected[i] = str(e)
+        names = {f"source-{key}-{i}": i for i in range(len(ds))}
+        prepared = work.map(list(names), lambda name: _prepare_or_reason(ds, names[name], world, pose))
+    sources = [s for s in prepared.values() if isinstance(s, SourceDemo)]
+    rejected = {names[n]: why for n, why in prepared.items() if isinstance(why, str)}
     if not sources:
         why = "; ".join(f"{i}: {r}" for i, r in list(rejected.items())[:3])
         raise R2S2RError(f"{demos}: no demonstration can be a MimicGen source ({why})")

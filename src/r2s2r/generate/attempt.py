@@ -25,10 +25,12 @@ from r2s2r.world.params import WorldParams
 
 @dataclass(frozen=True)
 class BehaviorInputs:
-    """What a behaviour factory may use: the simulated world and the real demonstrations."""
+    """What a behaviour factory may use: the simulated world and the real demonstrations; ``shared``,
+    a folder the run's workers share to prepare what they all need once (``r2s2r.shared_work``)."""
 
     world: WorldParams
     demos: Path | None = None  # dataset folder of the real demonstrations
+    shared: Path | None = None  # set by ``generate`` for its workers; None: each worker prepares its own
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def _teleop(inputs: BehaviorInputs) -> Behavior:
 def _planner(inputs: BehaviorInputs) -> Behavior:
     from r2s2r.behavior.planner import MotionPlanner
 
-    return MotionPlanner()
+    return MotionPlanner(shared=inputs.shared)
 
 
 def _mimic(inputs: BehaviorInputs) -> Behavior:
@@ -38,7 +38,7 @@ def _mimic(inputs: BehaviorInputs) -> Behavior:
 
     if inputs.demos is None:
         raise R2S2RError("--behavior mimic transforms real demonstrations: give their dataset with --demos DIR")
-    return MimicBehavior.from_dataset(inputs.demos, inputs.world)
+    return MimicBehavior.from_dataset(inputs.demos, inputs.world, shared=inputs.shared)
 
 
 # Factories are module-level functions: worker processes and Ray actors receive them pickled.

@@ -13,11 +13,13 @@ every attempt) holds attempts, admitted, the failure taxonomy, the time split an
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,6 +128,17 @@ def summarize(entries: list[dict[str, Any]], sessions: list[dict[str, Any]]) -> 
     }
 
 
+@contextlib.contextmanager
+def _sharing(spec: GenerationSpec, workers: int) -> Iterator[GenerationSpec]:
+    """``spec`` with a scratch folder its workers share while the block runs (``BehaviorInputs.shared``:
+    what every worker prepares, e.g. the MimicGen sources, is then prepared once); as is for one worker."""
+    if workers == 1 or spec.inputs.shared is not None:
+        yield spec
+        return
+    with tempfile.TemporaryDirectory(prefix="r2s2r-generate-", ignore_cleanup_errors=True) as tmp:
+        yield dataclasses.replace(spec, inputs=dataclasses.replace(spec.inputs, shared=Path(tmp)))
+
+
 def generate(
     out: Path,
     spec: GenerationSpec,
@@ -164,27 +177,28 @@ def generate(
         stats = summarize(entries, sessions)
         if admitted >= config.n:
             return stats
-        executor = make_executor(spec, config.executor, config.workers, config.address)
-        try:
-            for rec in executor.results(iter(range(next_key, max_attempts))):
-                if rec.success:
-                    ep = rec.episode
-                    prov = dataclasses.replace(ep.provenance, attempts=rec.key - last_success)
-                    writer.add(dataclasses.replace(ep, provenance=prov))
-                    last_success = rec.key
-                    admitted += 1
-                entries.append(rec.log_entry())
-                _append(out / LOG, entries[-1])
-                session["wall_s"] = round(time.perf_counter() - t0, 3)
-                session["restarts"] = getattr(executor, "restarts", 0)
-                stats = summarize(entries, sessions)
-                atomic.write_json(out / STATS, stats)
-                if on_attempt is not None:
-                    on_attempt(rec, stats)
-                if admitted >= config.n:
-                    break
-        finally:
-            executor.close()
+        with _sharing(spec, config.workers) as worker_spec:
+            executor = make_executor(worker_spec, config.executor, config.workers, config.address)
+            try:
+                for rec in executor.results(iter(range(next_key, max_attempts))):
+                    if rec.success:
+                        ep = rec.episode
+                        prov = dataclasses.replace(ep.provenance, attempts=rec.key - last_success)
+                        writer.add(dataclasses.replace(ep, provenance=prov))
+                        last_success = rec.key
+                        admitted += 1
+                    entries.append(rec.log_entry())
+                    _append(out / LOG, entries[-1])
+                    session["wall_s"] = round(time.perf_counter() - t0, 3)
+                    session["restarts"] = getattr(executor, "restarts", 0)
+                    stats = summarize(entries, sessions)
+                    atomic.write_json(out / STATS, stats)
+                    if on_attempt is not None:
+                        on_attempt(rec, stats)
+                    if admitted >= config.n:
+                        break
+            finally:
+                executor.close()
     if admitted < config.n:
         raise R2S2RError(
             f"generate: only {admitted} of {config.n} episodes admitted in {len(entries)} attempts "

@@ -120,19 +120,24 @@ class LensModel:
     def project(self, points_cam: np.ndarray) -> np.ndarray:
         """(N, 3) points in the OpenCV camera frame -> (N, 2) distorted px; NaN where z <= 0."""
         pts = _as_points("points_cam", points_cam, 3)
-        out = np.full((len(pts), 2), np.nan)
         front = pts[:, 2] > 0
-        if not front.any():
-            return out
-        obj = pts[front].reshape(-1, 1, 3)
+        if len(pts) and front.all():  # the common case: every point projects
+            return self._project_front(pts)
+        out = np.full((len(pts), 2), np.nan)
+        if front.any():
+            out[front] = self._project_front(pts[front])
+        return out
+
+    def _project_front(self, pts: np.ndarray) -> np.ndarray:
+        """(N, 2) float64 px of (N, 3) points in front of the camera."""
+        obj = pts.reshape(-1, 1, 3)
         zero = np.zeros(3)
         d = np.asarray(self.dist, dtype=np.float64)
         if self.kind == "pinhole":
             img, _ = cv2.projectPoints(obj, zero, zero, self.K, d)
         else:
             img, _ = cv2.fisheye.projectPoints(obj, zero, zero, self.K, d)
-        out[front] = img.reshape(-1, 2)
-        return out
+        return np.asarray(img.reshape(-1, 2), dtype=np.float64)
 
     def unproject(self, pixels: np.ndarray) -> np.ndarray:
         """(N, 2) distorted px -> (N, 3) unit rays in the OpenCV camera frame (z > 0).

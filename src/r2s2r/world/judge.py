@@ -44,7 +44,8 @@ class Judge:
         self._obj_geom = model.geom("object").id
         self._belt_geom = model.geom("belt_surface").id
         hand_root = model.body("right_hand").id
-        self._hand_geoms = {g for g in range(model.ngeom) if _descends(model, model.geom_bodyid[g], hand_root)}
+        hand = [g for g in range(model.ngeom) if _descends(model, model.geom_bodyid[g], hand_root)]
+        self._hand_geoms = np.array(hand, dtype=int)
         self._belt_z = params.conveyor.pose.pos[2]
         self._bins = [(b.color, np.array(b.pose.pos), quat_to_mat(b.pose.quat), np.array(b.size)) for b in params.bins]
         self.lifted = False
@@ -52,14 +53,12 @@ class Judge:
         self._rest_steps = 0
 
     def _contacts(self, data: mujoco.MjData) -> tuple[bool, bool]:
-        hand = belt = False
-        for c in data.contact[: data.ncon]:
-            pair = (c.geom1, c.geom2)
-            if self._obj_geom in pair:
-                other = pair[1] if pair[0] == self._obj_geom else pair[0]
-                hand |= other in self._hand_geoms
-                belt |= other == self._belt_geom
-        return hand, belt
+        """(the hand touches the object, the belt does): the geoms the object's contacts pair it with."""
+        contacts = data.contact  # the ncon active contacts
+        g1, g2 = contacts.geom1, contacts.geom2
+        first = g1 == self._obj_geom
+        other = np.concatenate([g2[first], g1[~first & (g2 == self._obj_geom)]])
+        return bool(np.isin(other, self._hand_geoms).any()), bool((other == self._belt_geom).any())
 
     def _in_bin(self, pos: np.ndarray) -> str | None:
         for color, origin, R, size in self._bins:

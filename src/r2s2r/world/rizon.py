@@ -69,9 +69,20 @@ def forward_kinematics(
 
     ``joint_zero`` is the encoder zero offset: the physical joint angle is ``q + joint_zero``.
     """
-    q = np.asarray(q, dtype=float)
-    T = np.eye(4)
-    for i in range(N_JOINTS):
-        T = T @ make_T(link_pos[i], LINK_QUAT[i])
-        T = T @ make_T((0, 0, 0), axis_angle_quat(JOINT_AXIS[i], q[i] + joint_zero[i]))
-    return T @ make_T(flange_pos, (1, 0, 0, 0))
+    return forward_kinematics_many(np.asarray(q, dtype=float)[None], link_pos, flange_pos, joint_zero)[0]
+
+
+def forward_kinematics_many(
+    qs: np.ndarray, link_pos=LINK_POS, flange_pos=FLANGE_POS, joint_zero=(0.0,) * N_JOINTS
+) -> np.ndarray:
+    """(T, 4, 4) ``forward_kinematics`` of each row of ``qs`` (T, 7), the links' transforms built once."""
+    links = [make_T(link_pos[i], LINK_QUAT[i]) for i in range(N_JOINTS)]
+    flange = make_T(flange_pos, (1, 0, 0, 0))
+    out = np.empty((len(qs), 4, 4))
+    for k, q in enumerate(np.asarray(qs, dtype=float)):
+        T = np.eye(4)
+        for i in range(N_JOINTS):
+            T = T @ links[i]
+            T = T @ make_T((0, 0, 0), axis_angle_quat(JOINT_AXIS[i], q[i] + joint_zero[i]))
+        out[k] = T @ flange
+    return out
