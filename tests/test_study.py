@@ -216,3 +216,18 @@ def test_policies_that_learn_the_object_state_train_on_labelled_demos(tmp_path, 
         if want:  # after the demos and the calibration it reads, before any training
             assert names.index("labels-3") > max(names.index("demos-3"), names.index("calibrate"))
             assert real.key["calibrate"] == plan.stage("calibrate").hash
+
+
+def test_sim_worlds_choose_the_sim_evaluations(tmp_path):
+    design = get_design("grounding")
+    for worlds, per_policy in (((), 0), (("grounded",), 1), (("grounded", "ungrounded"), 2)):
+        profile = dataclasses.replace(PROFILES["smoke"], sim_worlds=worlds)
+        plan = plan_study(profile, design, tmp_path, 2, QUIET)
+        names = [s.name for s in plan.stages if s.name.startswith("simeval-")]
+        assert len(names) == per_policy * len(design.policies)
+        assert all(set(plan.sim_evals[p.name]) == set(worlds) for p in design.policies)
+        assert all(s.key["lab"] == profile.lab for s in plan.stages if s.name.startswith("simeval-"))
+    with pytest.raises(UnknownNameError, match="grounded"):
+        dataclasses.replace(PROFILES["smoke"], sim_worlds=("grounde",))
+    with pytest.raises(ConfigError, match="distinct"):
+        dataclasses.replace(PROFILES["smoke"], sim_worlds=("grounded", "grounded"))
