@@ -59,8 +59,11 @@ COST_S = {
     "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},  # one optimiser step on one torch thread
     "trial_fill": 0.8,  # fraction of the time limit an average trial runs
     "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
-    # one filmed lab step: two 320x240 lab-twin captures and their encoding (smoke study, 2026-12-06, loaded)
-    "video_frame": 0.2,
+    # one filmed lab step beyond the re-run wave's own: two 320x240 lab-twin captures and their encoding, and
+    # the length of a filmed trial (half of them successes, which end early) as a fraction of the time limit:
+    # the quick study of 2026-12-06 filmed 678-746 steps in 8 trials per policy, 150-169 s a stage (loaded)
+    "video_frame": 0.12,
+    "clip_fill": 0.45,
     # a simulated evaluation step (SimulatedCell, benchmarks/cell_speed.py): physics, and three plain renders
     "sim_step_unobserved": 0.004,
     "sim_frames": 0.015,
@@ -287,7 +290,8 @@ def _policy_stages(
     kinds = sum(1 for n in p.trials.counts.values() if n)
     waves = math.ceil(p.trials.total / p.eval_batch)
     # the waves holding the chosen trials run again (often fewer than all), then up to two filmed trials per kind
-    film_est = est * min(1.0, (kinds + 1) / waves) + 2 * kinds * trial_steps * COST_S["video_frame"]
+    clip_steps = p.max_duration * 10 * COST_S["clip_fill"]
+    film_est = est * min(1.0, (kinds + 1) / waves) + 2 * kinds * clip_steps * COST_S["video_frame"]
     film = PlannedStage(
         f"videos-{pol.name}",
         videos_key,
