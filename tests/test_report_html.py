@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from r2s2r.errors import R2S2RError
+from r2s2r.evaluate.agreement_report import agreement_figure
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
 from r2s2r.study.clips import choose_clips
 from r2s2r.study.figures import success_figure, training_figure
 from r2s2r.study.html import report_html
-from r2s2r.study.report import report_markdown
+from r2s2r.study.report import fmt_rate, report_markdown
 from r2s2r.video import VideoWriter
 from r2s2r.world.conditions import KINDS
 
@@ -91,6 +92,8 @@ def _study_folder(tmp_path: Path) -> dict:
         st["expected_s"] = round(1.2 * st["seconds"], 1)
     (tmp_path / "success.png").write_bytes(success_figure(s))
     (tmp_path / "training.png").write_bytes(training_figure(s))
+    if s.get("agreement") is not None:
+        (tmp_path / "agreement.png").write_bytes(agreement_figure(s["agreement"]))
     clips = []
     for i, success in ((3, True), (30, False)):
         video = f"stages/videos-real-only-0/videos/trial_{i:03d}.mp4"
@@ -113,9 +116,10 @@ def test_page_shows_the_same_numbers_as_report_md(tmp_path):
     md_tables = _markdown_tables(md)
     clip_table = next(t for t in md_tables if t[0] == ["trial", "condition", "values", "outcome", "video"])
     # every table of report.md is on the page, cell for cell (the filmed trials are captioned videos there)
-    assert [t for t in md_tables if t is not clip_table] == page.tables and len(page.tables) == 8
+    assert [t for t in md_tables if t is not clip_table] == page.tables and len(page.tables) >= 8
     success = {row[0]: row for row in page.tables[0]}
-    want = ["real-only", "none", "1/50 (2%) [0%, 10%]", "0/24 (0%) [0%, 14%]", "1/26 (4%) [1%, 19%]"]
+    real = s["policies"]["real-only"]
+    want = ["real-only", "none", *(fmt_rate(real[k]) for k in ("overall", "nominal", "shifted"))]
     assert success["real-only"] == want  # docs/results/quick-lab0/report.md's row
     for row, caption in zip(clip_table[1:], page.captions[-2:], strict=True):
         trial, kind, values, outcome, _ = row
@@ -124,8 +128,8 @@ def test_page_shows_the_same_numbers_as_report_md(tmp_path):
     assert "light x0.45 (tint 1.20/0.90/0.80" in page.captions[-1]
     # figures and videos are inside the page, byte for byte
     kinds = [(tag, src.split(";")[0]) for tag, src in page.sources]
-    assert kinds == [("img", "data:image/png"), ("video", "data:video/mp4"), ("video", "data:video/mp4"),
-                     ("img", "data:image/png")]  # fmt: skip
+    png, mp4 = ("img", "data:image/png"), ("video", "data:video/mp4")
+    assert kinds == [png, mp4, mp4, *([png] if s.get("agreement") else []), png]  # success, clips, agreement, training
     import base64
 
     videos = [base64.b64decode(src.split(",", 1)[1]) for tag, src in page.sources if tag == "video"]
