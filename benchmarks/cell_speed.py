@@ -173,7 +173,6 @@ def main() -> None:
     console.print(
         f"observed lab step at {args.size} px: {now * 1000:.1f} ms = {now / before:.2f} x before "
         f"({before * 1000:.1f} ms)"
-        f"({before * 1000:.1f} ms)"
     )
     # An evaluation of the cpu preset (re-plan every 8 steps, a past frame 5 steps back) observes 2
     # steps of 8: its mean lab step, against observing every step (what evaluation did before).
