@@ -53,7 +53,9 @@ COST_S = {
     # an evaluation observes only the steps its policy reads (RealCell.act(observe=False) between):
     # benchmarks/cell_speed.py --size 48, 2026-12-06: 5.0 ms a step without frames, 61.9 ms with
     "lab_step_unobserved": 0.006,
-    "lab_frames": 0.057,  # the three 48 px policy frames of one observed step
+    # the three 48 px policy frames of one observed step: 57 ms, x 0.57 since small renders are supersampled
+    # (cell_speed.py, 2026-12-06, fourth session: 79.9 -> 45.9 ms an observed step)
+    "lab_frames": 0.033,
     "demo_steps": 100.0,  # control steps of one teleoperated demonstration attempt
     "sim_admitted_96px": 5.0,  # seconds per admitted simulated trajectory, its rejected attempts included
     "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},  # one optimiser step on one torch thread
