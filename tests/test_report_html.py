@@ -213,7 +213,8 @@ def test_smoke_study_page_renders_in_headless_chromium(smoke):
         shot = page.screenshot()
         errors = page.errors()
     assert errors == []
-    assert len(media["images"]) == 2 and all(i["ok"] and i["w"] > 100 and i["h"] > 100 for i in media["images"])
+    figures = 2 + (results["agreement"] is not None)  # success, training (and the sim-vs-lab scatter)
+    assert len(media["images"]) == figures and all(i["ok"] and i["w"] > 100 and i["h"] > 100 for i in media["images"])
     n_clips = sum(len(c) for c in results["videos"]["policies"].values())
     assert len(media["videos"]) == n_clips >= len(results["policies"])
     for v in media["videos"]:
