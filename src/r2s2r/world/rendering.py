@@ -8,7 +8,8 @@ Quality follows the render's size (``render_quality``). A small render (a policy
 images need 50-113 px renders) gains nothing from a 1024 px shadow map, and on a software GL
 (Mesa llvmpipe) the shadow pass and the multisample buffer are fixed costs that dominate it:
 rendered 2x2 supersampled instead of multisampled, with a 256 px shadow map, a lab-twin policy
-frame costs 10-13 ms instead of 22-25 ms (2026-12-06, benchmarks/cell_speed.py), and is anti-aliased
+frame costs 10-13 ms instead of 22-25 ms (a probe on lab 0, 2026-12-06; in benchmarks/cell_speed.py an
+observed 48 px lab step went from 79.9 to 45.9 ms), and is anti-aliased
 at least as well (4 samples a pixel, not 2; 1.3-1.9 grey levels from the multisampled image). Larger
 renders (full sensor images, videos, calibration) keep the params' settings.
 """
