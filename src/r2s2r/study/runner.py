@@ -12,7 +12,8 @@ that reads it):
 - ``sim-<gw-gb|gw-ub|uw-gb|uw-ub>``: the calibration's hash, the demos' hash (grounded behaviour
   only), n, seed, image size, condition mix. ``data/`` with ``stats.json`` (admission, throughput).
 - ``train-<policy>``: the data stages' hashes, the preset's policy and training configs (steps,
-  ratio, seed). ``run/`` (checkpoints) and ``history.json`` (the training log).
+  ratio, seed), torch threads (``r2s2r.train.threads``: all the cores). ``run/`` (checkpoints) and
+  ``history.json`` (the training log).
 - ``eval-<policy>``: the training stage's hash, lab, trial plan, seed, batch, trial length, torch threads,
   how the lab draws images.
   ``results.json`` and ``results.md``.
@@ -44,6 +45,7 @@ from r2s2r.study.design import Design, PolicySpec, SimConfig
 from r2s2r.study.profiles import StudyProfile
 from r2s2r.study.stages import StageRecord, Stages, key_hash
 from r2s2r.train.presets import get_preset
+from r2s2r.train.threads import train_threads
 
 # Estimated costs on one core of the 2-core development machine, measured by the quick study of
 # docs/results (2026-12-03); only the plan's time estimate uses them.
@@ -58,7 +60,8 @@ COST_S = {
     "lab_frames": 0.033,
     "demo_steps": 100.0,  # control steps of one teleoperated demonstration attempt
     "sim_admitted_96px": 5.0,  # seconds per admitted simulated trajectory, its rejected attempts included
-    "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},  # one optimiser step on one torch thread
+    # one optimiser step on the two cores (benchmarks/train_speed.py, 2026-12-06: cpu 0.243 s on 2 threads)
+    "train_step": {"tiny": 0.02, "cpu": 0.24, "gpu": 5.0},
     "trial_fill": 0.8,  # fraction of the time limit an average trial runs
     "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
     # one filmed lab step beyond the re-run wave's own: two 320x240 lab-twin captures and their encoding, and
@@ -242,6 +245,7 @@ def _policy_stages(
         "preset": p.preset,
         "policy": dataclasses.asdict(preset.policy),
         "train": dataclasses.asdict(preset.train),
+        "torch_threads": train_threads(),  # CPU training is reproducible for a given thread count only
         "version": r2s2r.__version__,
     }
     real_dir = stages.dir(real.name, real.key)
@@ -250,7 +254,7 @@ def _policy_stages(
     train = PlannedStage(
         train_name,
         train_key,
-        lambda d: steps.train_policy(d, pol, preset, real_dir, sim_dirs, console),
+        lambda d: steps.train_policy(d, pol, preset, real_dir, sim_dirs, train_key["torch_threads"], console),
         p.steps * COST_S["train_step"].get(p.preset, 1.0),
         f"train {pol.name} ({preset.train.steps} steps)",
     )

@@ -9,7 +9,6 @@ evaluation from its finished waves, filming from its finished (and verified) wav
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +105,7 @@ def policy_preset(p: StudyProfile, pol: PolicySpec):
 
 
 def train_policy(
-    folder: Path, pol: PolicySpec, preset, real_dir: Path, sim_dirs: list[Path], console: Console
+    folder: Path, pol: PolicySpec, preset, real_dir: Path, sim_dirs: list[Path], threads: int, console: Console
 ) -> dict[str, Any]:
     import torch
 
@@ -119,7 +118,7 @@ def train_policy(
     ckpt = resolve_checkpoint(run) if (run / "latest").is_file() else None
     state = read_state(ckpt)[0] if ckpt is not None else None
     if state is None or state.step < preset.train.steps:  # else: finished, killed before stage.json
-        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) - 1))  # one core left to the batch loader
+        torch.set_num_threads(threads)  # the stage's key holds it: CPU weights depend on the thread count
         with count_progress(f"train {pol.name}", console) as bar:
             task = bar.add_task("train", total=preset.train.steps, status="")
 

@@ -32,17 +32,18 @@ def train_command(
         seed: Run seed (default: the preset's).
         batch_size: Global batch size (default: the preset's).
         device: auto, cpu, cuda or cuda:N (under torchrun each process takes its LOCAL_RANK GPU).
-        threads: torch CPU threads per process (default: cores per process minus one, left to the batch loader).
+        threads: torch CPU threads per process (default: the cores per process, r2s2r.train.threads; give 1
+            on a machine other jobs keep busy).
         tensorboard: Also write TensorBoard logs to OUT/tensorboard (needs the tensorboard package).
     """
     import torch
     from rich.console import Console
 
-    from r2s2r.errors import ConfigError
     from r2s2r.files import output_dir
     from r2s2r.progress import count_progress
     from r2s2r.train.loop import require_tensorboard, train
     from r2s2r.train.presets import get_preset
+    from r2s2r.train.threads import train_threads
 
     if tensorboard:
         require_tensorboard()
@@ -51,10 +52,7 @@ def train_command(
     changes = {k: v for k, v in (("steps", steps), ("seed", seed), ("batch_size", batch_size)) if v is not None}
     tc = dataclasses.replace(chosen.train, ratio=ratio, **changes)
     chosen = dataclasses.replace(chosen, train=tc)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if threads is not None and threads < 1:
-        raise ConfigError(f"--threads: expected a positive integer, got {threads}")
-    torch.set_num_threads(threads or max(1, len(os.sched_getaffinity(0)) // world - 1))
+    torch.set_num_threads(train_threads(threads))
     main = int(os.environ.get("RANK", "0")) == 0
     console = Console(stderr=True)
     with count_progress("train", console, disable=not main) as bar:
