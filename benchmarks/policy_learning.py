@@ -1,7 +1,7 @@
 """The policy-learning ladder on one lab: holding still, the image policy as it trains, the scripted operator.
 
     .venv/bin/python benchmarks/policy_learning.py --demos DIR --out DIR [--lab 0] [--preset cpu]
-        [--steps N] [--at 2000 4000] [--trials 24] [--workers 2] [--threads 2]
+        [--steps N] [--at 2000 4000] [--trials 24] [--workers 2] [--threads 2] [--execute K]
 
 One table, one row per rung, every number measured in this run:
 - ``hold still``: every action repeats the current joint positions (the floor of the open-loop error,
@@ -100,6 +100,15 @@ def _evaluate(args, name: str, policy) -> dict:
     return out
 
 
+def _shared(args) -> dict:
+    """The PolicyConfig changes the options make to the image and the privileged policy alike."""
+    changes = {"delta_arm": True} if args.delta_arm else {}
+    for name in ("noise_scale", "execute_steps"):
+        if getattr(args, name) is not None:
+            changes[name] = getattr(args, name)
+    return changes
+
+
 def _privileged(args) -> dict:
     """The privileged-state rung: the demos replayed for the operator's view, a state policy trained on
     them (``STATE_PRESET``, its held-out best checkpoint), evaluated with the view in place of cameras."""
@@ -114,11 +123,7 @@ def _privileged(args) -> dict:
     write_state_dataset(args.demos, states, replay_lab, show)
     print(f"state dataset in {time.time() - t0:.0f} s", flush=True)
     run = args.out / "state-run"
-    preset = STATE_PRESET
-    if args.delta_arm:
-        preset = dataclasses.replace(preset, policy=dataclasses.replace(preset.policy, delta_arm=True))
-    if args.noise_scale is not None:
-        preset = dataclasses.replace(preset, policy=dataclasses.replace(preset.policy, noise_scale=args.noise_scale))
+    preset = dataclasses.replace(STATE_PRESET, policy=dataclasses.replace(STATE_PRESET.policy, **_shared(args)))
     vals = _train(args, preset, states, run)
     best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else vals[-1]["step"]
     v = next((r for r in vals if r["step"] == best), {})
@@ -165,6 +170,10 @@ def main() -> None:
         "--noise-scale", type=float, default=None,
         help="image and privileged policies: the sampler's initial noise scale (PolicyConfig.noise_scale)",
     )  # fmt: skip
+    ap.add_argument(
+        "--execute", dest="execute_steps", type=int, default=None,
+        help="image and privileged policies: actions run per chunk before a re-plan (PolicyConfig.execute_steps)",
+    )  # fmt: skip
     ap.add_argument("--no-image", action="store_true", help="only the reference rungs (no image policy)")
     ap.add_argument(
         "--references",
@@ -186,10 +195,7 @@ def main() -> None:
     policy = p.policy if args.object_state is None else dataclasses.replace(p.policy, object_state=args.object_state)
     if args.no_past_proprio:
         policy = dataclasses.replace(policy, past_proprio=False)
-    if args.delta_arm:
-        policy = dataclasses.replace(policy, delta_arm=True)
-    if args.noise_scale is not None:
-        policy = dataclasses.replace(policy, noise_scale=args.noise_scale)
+    policy = dataclasses.replace(policy, **_shared(args))
     train_cfg = dataclasses.replace(p.train, steps=steps, keep_checkpoints=keep)
     if args.shift_px is not None:
         train_cfg = dataclasses.replace(train_cfg, shift_px=args.shift_px)
