@@ -103,10 +103,14 @@ def _evaluate(args, name: str, policy) -> dict:
 def _shared(args) -> dict:
     """The PolicyConfig changes the options make to the image and the privileged policy alike."""
     changes = {"delta_arm": True} if args.delta_arm else {}
-    for name in ("noise_scale", "execute_steps"):
-        if getattr(args, name) is not None:
-            changes[name] = getattr(args, name)
+    if args.noise_scale is not None:
+        changes["noise_scale"] = args.noise_scale
     return changes
+
+
+def _k(args) -> str:
+    """The suffix naming a re-planning interval other than the trained one (rungs, evaluation folders)."""
+    return f"-k{args.execute}" if args.execute is not None else ""
 
 
 def _privileged(args) -> dict:
@@ -128,12 +132,12 @@ def _privileged(args) -> dict:
     best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else vals[-1]["step"]
     v = next((r for r in vals if r["step"] == best), {})
     return {
-        "rung": f"privileged state@{best}",
+        "rung": f"privileged state@{best}{_k(args)}",
         "arm": v.get("val_arm"),
         "hand": v.get("val_hand"),
         "ratio": v.get("val_arm_ratio"),
         "train_minutes": v.get("seconds", float("nan")) / 60,
-        **_evaluate(args, "privileged", PrivilegedPolicy(run)),
+        **_evaluate(args, "privileged" + _k(args), PrivilegedPolicy(run, execute_steps=args.execute)),
     }
 
 
@@ -171,8 +175,8 @@ def main() -> None:
         help="image and privileged policies: the sampler's initial noise scale (PolicyConfig.noise_scale)",
     )  # fmt: skip
     ap.add_argument(
-        "--execute", dest="execute_steps", type=int, default=None,
-        help="image and privileged policies: actions run per chunk before a re-plan (PolicyConfig.execute_steps)",
+        "--execute", type=int, default=None,
+        help="image and privileged policies: actions run per chunk before a re-plan (default: the trained config's)",
     )  # fmt: skip
     ap.add_argument("--no-image", action="store_true", help="only the reference rungs (no image policy)")
     ap.add_argument(
@@ -217,8 +221,9 @@ def main() -> None:
         )
     for step in [] if args.no_image else [*sorted(s for s in args.at if s in vals and s != best), best]:
         v = vals.get(step, {})
-        name = f"image@{step}" + (" (best)" if step == best else "")
+        name = f"image@{step}{_k(args)}" + (" (best)" if step == best else "")
         policy = load_policy(run / step_name(step))
+        policy = policy if args.execute is None else policy.replanning_every(args.execute)
         rows.append(
             {
                 "rung": name,
@@ -228,7 +233,7 @@ def main() -> None:
                 "ratio": v.get("val_arm_ratio"),
                 "object_cm": v.get("val_object_cm"),
                 "train_minutes": v.get("seconds", float("nan")) / 60,
-                **_evaluate(args, f"image-{step}", policy),
+                **_evaluate(args, f"image-{step}{_k(args)}", policy),
             }
         )
     if "privileged" in args.references:

@@ -12,8 +12,8 @@ import torch
 
 from r2s2r.data import Dataset, DatasetWriter, WindowSampler, standard_features, synthetic_episode
 from r2s2r.data.stats import pooled_stats
-from r2s2r.errors import R2S2RError
-from r2s2r.policy import ChunkPolicy, load_policy
+from r2s2r.errors import ConfigError, R2S2RError
+from r2s2r.policy import ChunkPolicy, RecedingHorizon, load_policy
 from r2s2r.policy.normalize import (
     ARM_DIMS,
     NORMALIZED,
@@ -166,6 +166,25 @@ def test_the_checkpoint_records_the_mixture_and_the_policy_input(straight):
         8,
         4,
     )
+
+
+def test_replanning_every_k_changes_the_execution_only(straight):
+    policy = load_policy(straight[1])
+    two = policy.replanning_every(2)
+    assert (two.execute_steps, policy.execute_steps) == (2, 4) and two.model is policy.model
+    obs = obs_batch(policy, 3)
+    assert np.array_equal(
+        two.predict_chunk(obs, np.random.default_rng(1)), policy.predict_chunk(obs, np.random.default_rng(1))
+    )
+    calls, predict = [], two.predict_chunk
+    two.predict_chunk = lambda o, rng: calls.append(1) or predict(o, rng)
+    horizon, rng = RecedingHorizon(two), np.random.default_rng(0)
+    for _ in range(5):
+        horizon.act(obs, rng)
+    assert len(calls) == 3  # re-planned at steps 0, 2 and 4
+    for bad in (0, policy.action_horizon + 1):
+        with pytest.raises(ConfigError, match="execute_steps"):
+            policy.replanning_every(bad)
 
 
 def obs_batch(policy, n: int, seed: int = 0):

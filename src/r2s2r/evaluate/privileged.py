@@ -116,13 +116,15 @@ class PrivilegedPolicy:
     run: Path  # a training run folder (its best checkpoint) or a checkpoint folder
     cameras: tuple[str, ...] = ()
     image_size: int = 48  # unused: the lab renders no camera for it
+    execute_steps: int | None = None  # actions run per chunk before re-planning (None: the trained policy's)
     _policy: list = dataclasses.field(default_factory=list, compare=False, repr=False)  # loaded once per process
 
     def begin(self, lab: RealCell, rng: np.random.Generator) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
         from r2s2r.policy.checkpoint import load_policy
 
         if not self._policy:
-            self._policy.append(load_policy(self.run))
+            loaded = load_policy(self.run)
+            self._policy.append(loaded if self.execute_steps is None else loaded.replanning_every(self.execute_steps))
         policy = self._policy[0]
         if policy.config.proprio_dim != PROPRIO_DIM + STATE_DIM or policy.cameras:
             raise R2S2RError(f"{self.run}: not a privileged-state policy (train it with STATE_PRESET)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
@@ -97,6 +98,11 @@ class Policy:
     @property
     def past_frame(self) -> int:
         return self.config.past_frame
+
+    def replanning_every(self, k: int) -> Policy:
+        """This policy (the same weights) executing ``k`` actions of each chunk before predicting again:
+        a choice of the execution, not of training (ConfigError unless 1 <= k <= action_horizon)."""
+        return Policy(dataclasses.replace(self.config, execute_steps=k), self.model, self.normalizer, str(self.device))
 
     def _tensors(self, obs: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
         check_obs(self.config, obs)
