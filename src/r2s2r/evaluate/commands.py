@@ -26,6 +26,7 @@ def eval_command(
     ensemble: float | None = None,
     shaping: bool = True,
     world: Path | None = None,
+    replan: int | None = None,
 ) -> None:
     """Evaluate a policy on the lab's fixed trial list; writes DIR/results.json and DIR/results.md (resumes).
 
@@ -56,23 +57,31 @@ def eval_command(
             --no-shaping sends them raw (the lab's safety filter still clips, and counts).
         world: A WorldParams JSON file (e.g. a calibration's world.json): run --lab's trials in this simulated
             world instead of the lab twin; results.json records the file and its content hash.
+        replan: A checkpoint policy executes this many actions of each chunk before predicting again
+            (default: its trained config's execute_steps; 1 <= replan <= its action horizon).
     """
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from r2s2r.errors import ConfigError
     from r2s2r.evaluate.cells import WorldCell
     from r2s2r.evaluate.policies import resolve_policy
     from r2s2r.evaluate.runner import EvalConfig, evaluate
     from r2s2r.evaluate.tables import results_table
     from r2s2r.evaluate.trials import TrialPlan
     from r2s2r.files import output_dir
+    from r2s2r.policy.policy import Policy
 
     output_dir(out, "an evaluation folder", "--out", create=False)  # before any trial runs
     sim = WorldCell.load(world, "--world") if world is not None else None
     plan = TrialPlan(nominal, lighting, belt_speed, novel_object, combined, trial_seed)
     config = EvalConfig(plan, seed, batch, workers, max_duration, videos, ensemble, shaping)
     pol = resolve_policy(policy)
+    if replan is not None:
+        if not isinstance(pol, Policy):
+            raise ConfigError(f"--replan {replan}: applies to a checkpoint policy, not to {policy!r}")
+        pol = pol.replanning_every(replan)
     console = Console(stderr=True)
     columns = (TextColumn("trials"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"))
     with Progress(*columns, TimeElapsedColumn(), console=console) as bar:
