@@ -108,6 +108,11 @@ def _shared(args) -> dict:
     return changes
 
 
+def _keep(preset, steps: int) -> int:
+    """Every checkpoint of a ``steps`` run is kept, so the ``--at`` ones stay."""
+    return steps // preset.train.checkpoint_every + 1
+
+
 def _k(args) -> str:
     """The suffix naming a re-planning interval other than the trained one (rungs, evaluation folders)."""
     return f"-k{args.execute}" if args.execute is not None else ""
@@ -127,7 +132,11 @@ def _privileged(args) -> dict:
     write_state_dataset(args.demos, states, replay_lab, show)
     print(f"state dataset in {time.time() - t0:.0f} s", flush=True)
     run = args.out / "state-run"
-    preset = dataclasses.replace(STATE_PRESET, policy=dataclasses.replace(STATE_PRESET.policy, **_shared(args)))
+    steps = args.steps or STATE_PRESET.train.steps  # --steps applies to this rung too
+    train_cfg = dataclasses.replace(STATE_PRESET.train, steps=steps, keep_checkpoints=_keep(STATE_PRESET, steps))
+    preset = dataclasses.replace(
+        STATE_PRESET, policy=dataclasses.replace(STATE_PRESET.policy, **_shared(args)), train=train_cfg
+    )
     vals = _train(args, preset, states, run)
     best = int((run / BEST).read_text().split("_")[1]) if (run / BEST).is_file() else vals[-1]["step"]
     v = next((r for r in vals if r["step"] == best), {})
@@ -195,7 +204,7 @@ def main() -> None:
     )
     p = get_preset(args.preset)
     steps = args.steps or p.train.steps
-    keep = steps // p.train.checkpoint_every + 1  # every checkpoint, so the --at ones stay
+    keep = _keep(p, steps)
     policy = p.policy if args.object_state is None else dataclasses.replace(p.policy, object_state=args.object_state)
     if args.no_past_proprio:
         policy = dataclasses.replace(policy, past_proprio=False)
