@@ -60,8 +60,9 @@ COST_S = {
     "lab_frames": 0.033,
     "demo_steps": 100.0,  # control steps of one teleoperated demonstration attempt
     "sim_admitted_96px": 5.0,  # seconds per admitted simulated trajectory, its rejected attempts included
-    # one optimiser step on the two cores (benchmarks/train_speed.py, 2026-12-06: cpu 0.243 s on 2 threads)
-    "train_step": {"tiny": 0.02, "cpu": 0.24, "gpu": 5.0},
+    # one optimiser step on the two cores: cpu 0.243 s in benchmarks/train_speed.py, 0.25-0.27 s inside the
+    # quick study of 2026-12-06 (fifth session: 740-800 s per 3000 steps, real frames decoded beside it)
+    "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},
     "trial_fill": 0.8,  # fraction of the time limit an average trial runs
     "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
     # one filmed lab step beyond the re-run wave's own: two 320x240 lab-twin captures and their encoding, and
