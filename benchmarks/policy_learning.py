@@ -8,7 +8,8 @@ One table, one row per rung, every number measured in this run:
   and what a policy that learned nothing does in the lab);
 - ``image @ step``: the preset's flow-matching policy (cameras + proprio, as in the study) trained on
   ``--demos`` with ``r2s2r.train.train``, its checkpoints at the ``--at`` steps and the run's ``best``
-  (lowest held-out open-loop arm error; the policy ``r2s2r eval`` loads);
+  (the latest checkpoint within ``best_tolerance`` of the lowest held-out open-loop arm error; the
+  policy ``r2s2r eval`` loads);
 - ``privileged state``: the same flow head fed the object's state as the operator sees it (pose,
   belt speed, which object; ``r2s2r.evaluate.privileged``) instead of cameras: a diagnostic of the
   control stack, never a study policy;

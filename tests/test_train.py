@@ -23,7 +23,7 @@ from r2s2r.policy.normalize import (
     normalized_dims,
     policy_stats,
 )
-from r2s2r.train import Mixture, apportion, get_preset, train
+from r2s2r.train import Mixture, TrainConfig, apportion, get_preset, train
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -392,8 +392,28 @@ def test_flow_samples_share_one_encoding_and_repeat_the_same_loss():
     assert not torch.allclose(shuffled, one)
 
 
+def lowest(records: list[dict]) -> float:
+    return min((r["val_arm"] for r in records), default=float("inf"))
+
+
+def test_best_checkpoint_rule():
+    from r2s2r.train.loop import is_best
+
+    assert is_best(0.05, float("inf"), 0.02)  # the first checkpoint
+    assert is_best(0.04, 0.05, 0.0)  # a new lowest error
+    assert is_best(0.051, 0.05, 0.02) and not is_best(0.051, 0.05, 0.01)  # within the tolerance, or not
+    assert is_best(0.05, 0.05, 0.0) and not is_best(0.0500001, 0.05, 0.0)  # no tolerance: the latest lowest
+    vals = [0.10, 0.06, 0.0605, 0.07, 0.0601]  # a flat tail: the latest within 2 % of 0.06 wins
+    assert [i for i, v in enumerate(vals) if is_best(v, min(vals[:i], default=float("inf")), 0.02)] == [0, 1, 2, 4]
+    with pytest.raises(ConfigError, match="best_tolerance"):
+        TrainConfig(best_tolerance=-0.1)
+    with pytest.raises(ConfigError, match="best_tolerance"):
+        TrainConfig(best_tolerance=float("nan"))
+
+
 def test_held_out_demos_pick_the_best_checkpoint(tmp_path):
     from r2s2r.policy.checkpoint import BEST, LATEST
+    from r2s2r.train.loop import is_best
     from r2s2r.train.validation import split_episodes
 
     feats = standard_features(state_dim=4, image_size=(16, 16))
@@ -406,7 +426,9 @@ def test_held_out_demos_pick_the_best_checkpoint(tmp_path):
     assert [r["step"] for r in vals] == [20, 40, 60]
     assert all(r["val_hold_arm"] == vals[0]["val_hold_arm"] > 0 for r in vals)  # the same frames each time
     assert res.samples["real"] == 60 * 16
-    best = min(vals, key=lambda r: r["val_arm"])["step"]
+    # the latest checkpoint within best_tolerance of the lowest error before and at it
+    best = [r["step"] for i, r in enumerate(vals) if is_best(r["val_arm"], lowest(vals[:i]), 0.02)][-1]
+    assert best == max(r["step"] for r in vals if r["val_arm"] <= 1.02 * min(v["val_arm"] for v in vals))
     run = tmp_path / "run"
     assert (run / BEST).read_text().strip() == f"step_{best:08d}" and (run / f"step_{best:08d}").is_dir()
     assert (run / LATEST).read_text().strip() == "step_00000060"

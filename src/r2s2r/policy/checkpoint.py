@@ -1,8 +1,9 @@
 """Checkpoint folders: written atomically by training, read (and verified) by ``load_policy``.
 
 A run folder holds ``step_<NNNNNNNN>/`` checkpoints, a ``latest`` file naming the newest one and,
-when the run validates on held-out demonstrations, a ``best`` file naming the checkpoint with the
-lowest held-out open-loop error (kept when older checkpoints are removed)::
+when the run validates on held-out demonstrations, a ``best`` file naming the latest checkpoint whose
+held-out open-loop error is within ``TrainConfig.best_tolerance`` of the lowest (kept when older
+checkpoints are removed)::
 
     run/latest                     "step_00004000"
     run/best                       "step_00003000"

@@ -83,6 +83,13 @@ def require_tensorboard() -> None:
         )
 
 
+def is_best(val: float, lowest: float, tolerance: float) -> bool:
+    """Whether a checkpoint with held-out error ``val`` becomes the run's best, ``lowest`` the lowest error
+    of the checkpoints before it: when ``val`` is within ``tolerance`` (a share) of the lowest including
+    its own (``TrainConfig.best_tolerance``)."""
+    return val <= (1.0 + tolerance) * min(val, lowest)
+
+
 def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     decay, no_decay = [], []
     for name, p in model.named_parameters():
@@ -318,7 +325,7 @@ def train(
                     window, t0 = 0, time.perf_counter()
                 if checkpoint:
                     path = run.save(step, batch) or path
-                    if info.main and record.get("val_arm", float("inf")) < best:
+                    if info.main and is_best(record.get("val_arm", float("inf")), best, tc.best_tolerance):
                         mark_best(out, path, tc.keep_checkpoints)
                 if on_step is not None and info.main:
                     on_step(step, record)

@@ -5,9 +5,10 @@ worsen), so a run keeps some real demonstrations out of training (``split_episod
 checkpoint, samples action chunks for a fixed set of their frames (``OpenLoopProbe``): the mean
 absolute error (rad) of the first ``steps`` actions against the recorded ones, for the arm (7
 joints) and the hand (20), beside the same error of *holding still* (repeating the current joint
-positions), the baseline any useful policy must beat. The checkpoint with the lowest held-out arm
-error is the run's ``best`` (``r2s2r.policy.checkpoint``). Padded actions past an episode's end
-are left out. The probe's frames and its sampling noise are fixed by the run's seed.
+positions), the baseline any useful policy must beat. The latest checkpoint whose held-out arm error
+is within ``TrainConfig.best_tolerance`` of the lowest is the run's ``best`` (``r2s2r.policy.checkpoint``).
+Padded actions past an episode's end are left out. The probe's frames and its sampling noise are fixed by the
+run's seed.
 """
 
 from __future__ import annotations
