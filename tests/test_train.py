@@ -400,6 +400,7 @@ def test_best_checkpoint_rule():
     from r2s2r.train.loop import is_best
 
     assert is_best(0.05, float("inf"), 0.02)  # the first checkpoint
+    assert not is_best(float("inf"), float("inf"), 0.02)  # no held-out error (no held-out demos): no best
     assert is_best(0.04, 0.05, 0.0)  # a new lowest error
     assert is_best(0.051, 0.05, 0.02) and not is_best(0.051, 0.05, 0.01)  # within the tolerance, or not
     assert is_best(0.05, 0.05, 0.0) and not is_best(0.0500001, 0.05, 0.0)  # no tolerance: the latest lowest

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -86,8 +87,8 @@ def require_tensorboard() -> None:
 def is_best(val: float, lowest: float, tolerance: float) -> bool:
     """Whether a checkpoint with held-out error ``val`` becomes the run's best, ``lowest`` the lowest error
     of the checkpoints before it: when ``val`` is within ``tolerance`` (a share) of the lowest including
-    its own (``TrainConfig.best_tolerance``)."""
-    return val <= (1.0 + tolerance) * min(val, lowest)
+    its own (``TrainConfig.best_tolerance``). Never without a finite error (a run without held-out demos)."""
+    return math.isfinite(val) and val <= (1.0 + tolerance) * min(val, lowest)
 
 
 def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
