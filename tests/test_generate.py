@@ -125,13 +125,28 @@ def _children(pid: int) -> list[int]:
 
 
 def _pool_workers(pid: int) -> list[int]:
-    """The worker processes among ``pid``'s children (not multiprocessing's resource tracker)."""
+    """The pool's worker processes among ``pid``'s children, known by their command line (not
+    multiprocessing's resource tracker, nor a child forked but not yet exec'd, which still shows
+    the parent's command line)."""
     out = []
     for c in _children(pid):
-        with open(f"/proc/{c}/cmdline", "rb") as f:
-            if b"resource_tracker" not in f.read():
-                out.append(c)
+        try:
+            with open(f"/proc/{c}/cmdline", "rb") as f:
+                if b"spawn_main" in f.read():
+                    out.append(c)
+        except FileNotFoundError:
+            pass
     return out
+
+
+def _wait_for_workers(proc, k: int, timeout: float = 120.0) -> list[int]:
+    """Until ``proc`` runs ``k`` pool workers (or exits, or ``timeout`` passes); returns them."""
+    t0 = time.monotonic()
+    workers = _pool_workers(proc.pid)
+    while len(workers) < k and proc.poll() is None and time.monotonic() - t0 < timeout:
+        time.sleep(0.05)
+        workers = _pool_workers(proc.pid)
+    return workers
 
 
 def _cli(out, n: int) -> list[str]:
@@ -153,17 +168,20 @@ def _wait_for_commit(out, proc, timeout: float = 120.0) -> None:
         time.sleep(0.05)
 
 
-def _wait_for_restart(out, proc, timeout: float = 120.0) -> None:
-    """Until the run's stats record that this session rebuilt its worker pool (or it exits).
+def _wait_for_restart(out, proc, timeout: float = 180.0) -> int:
+    """Until the run's stats record that this session rebuilt its worker pool (or it exits, or
+    ``timeout`` passes); returns the restarts recorded.
 
     A commit alone is not enough: an attempt finished by the surviving worker can land before
     the parent notices the killed one."""
     t0 = time.monotonic()
+    restarts = 0
     while proc.poll() is None and time.monotonic() - t0 < timeout:
-        stats = json.loads((out / "stats.json").read_text())
-        if stats["sessions"][-1].get("restarts", 0) >= 1:
-            return
+        restarts = json.loads((out / "stats.json").read_text())["sessions"][-1].get("restarts", 0)
+        if restarts >= 1:
+            break
         time.sleep(0.05)
+    return restarts
 
 
 @pytest.mark.slow
@@ -172,11 +190,19 @@ def test_sigkill_of_parent_and_workers_then_resume_loses_and_duplicates_nothing(
     out, n = tmp_path / "killed", 4 * N  # room for the killed rounds to leave work, on a fast machine too
     rng = np.random.default_rng(0)
     for round_ in range(3):
-        proc = subprocess.Popen(_cli(out, n), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_for_commit(out, proc)
+        err = tmp_path / f"round{round_}.stderr"
+        with open(err, "wb") as f:
+            proc = subprocess.Popen(_cli(out, n), stdout=subprocess.DEVNULL, stderr=f)
+        _wait_for_commit(out, proc)  # may be the line a resumed run writes for an episode stored unlogged
         if round_ == 1:  # kill a worker: the run replaces it, retries its attempts and carries on
-            os.kill(_pool_workers(proc.pid)[-1], signal.SIGKILL)
-            _wait_for_restart(out, proc)
+            workers = _wait_for_workers(proc, 2)
+            assert len(workers) == 2, f"the run started {workers} workers, not 2 (exited: {proc.poll()})"
+            os.kill(workers[-1], signal.SIGKILL)
+            restarts = _wait_for_restart(out, proc)
+            assert restarts >= 1, (
+                f"no pool restart recorded after killing worker {workers[-1]} of {workers} "
+                f"(run exited: {proc.poll()}); stderr: {err.read_text()[-2000:]}"
+            )
         time.sleep(float(rng.uniform(0.0, 0.5)))  # then kill everything at a random point
         for pid in [proc.pid, *_children(proc.pid)]:
             try:
