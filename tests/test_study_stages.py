@@ -1,16 +1,20 @@
 """Cached stages: finished stages are skipped, a changed setting reruns only what depends on it,
 a killed stage resumes in its own folder."""
 
+import functools
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from r2s2r import atomic
 from r2s2r.errors import R2S2RError
 from r2s2r.study import Stages, key_hash
+from r2s2r.study.stages import run_side_by_side
 
 
 def _pipeline(stages: Stages, calls: list[str], a: int, b: int):
@@ -78,3 +82,50 @@ def test_bad_keys_and_folders_are_named(tmp_path):
     with pytest.raises(R2S2RError, match="is a file"):
         Stages(tmp_path / "f")
     assert key_hash({"a": 1, "b": (1, 2)}) == key_hash({"b": [1, 2], "a": 1})
+
+
+def _sleepy(folder, seconds: float, fail: bool = False):  # a top-level function: it pickles into the lanes
+    t0 = time.time()
+    time.sleep(seconds)
+    if fail:
+        raise R2S2RError(f"stage in {folder.name} failed on purpose")
+    return {"pid": os.getpid(), "start": t0, "end": time.time()}
+
+
+def test_side_by_side_stages_run_at_once_in_their_own_processes_and_are_cached(tmp_path):
+    todo = [(f"s{i}", {"i": i}, functools.partial(_sleepy, seconds=1.0), 1) for i in range(3)]
+    recs = {r.name: r for r in run_side_by_side(tmp_path, todo, cores=2)}
+    assert sorted(recs) == ["s0", "s1", "s2"] and not any(r.cached for r in recs.values())
+    s = {n: r.summary for n, r in recs.items()}
+    assert os.getpid() not in {v["pid"] for v in s.values()}
+    overlap = min(s["s0"]["end"], s["s1"]["end"]) - max(s["s0"]["start"], s["s1"]["start"])
+    assert overlap > 0.5  # the first two ran at the same time; the third waited for a free core
+    assert s["s2"]["start"] >= min(s["s0"]["end"], s["s1"]["end"]) - 0.05
+    stages = Stages(tmp_path)
+    assert all(stages.done(n, k) for n, k, _, _ in todo)
+    again = list(run_side_by_side(tmp_path, todo, cores=2))
+    assert len(again) == 3 and all(r.cached for r in again)
+
+
+def test_a_side_by_side_stage_waits_for_the_cores_it_needs(tmp_path):
+    todo = [
+        ("one", {"k": 1}, functools.partial(_sleepy, seconds=0.6), 1),
+        ("two", {"k": 2}, functools.partial(_sleepy, seconds=0.3), 1),
+        ("both", {"k": 3}, functools.partial(_sleepy, seconds=0.1), 2),  # waits for both cores
+    ]
+    s = {r.name: r.summary for r in run_side_by_side(tmp_path, todo, cores=2)}
+    assert s["both"]["start"] >= max(s["one"]["end"], s["two"]["end"]) - 0.05
+
+
+def test_a_failing_side_by_side_stage_raises_and_its_neighbour_stays_cached(tmp_path):
+    todo = [
+        ("bad", {"k": 0}, functools.partial(_sleepy, seconds=0.1, fail=True), 1),
+        ("good", {"k": 1}, functools.partial(_sleepy, seconds=0.5), 1),
+        ("later", {"k": 2}, functools.partial(_sleepy, seconds=0.1), 1),  # never started
+    ]
+    with pytest.raises(R2S2RError, match="failed on purpose"):
+        list(run_side_by_side(tmp_path, todo, cores=2))
+    stages = Stages(tmp_path)
+    assert stages.done("good", {"k": 1}) and not stages.done("bad", {"k": 0}) and not stages.done("later", {"k": 2})
+    with pytest.raises(R2S2RError, match="cores >= 1"):
+        list(run_side_by_side(tmp_path, todo, cores=0))

@@ -27,6 +27,19 @@ def test_the_default_shares_this_process_cores_among_torchrun_processes(monkeypa
     assert train_threads() == max(1, cores // 2)
 
 
+def test_training_threads_share_the_cores_round_by_round():
+    from r2s2r.study.runner import training_threads
+
+    assert training_threads(5, 1) == [1] * 5
+    assert training_threads(5, 2) == [1, 1, 1, 1, 2]  # the fifth runs alone, on both cores
+    assert training_threads(4, 2) == [1] * 4
+    assert training_threads(5, 16) == [3] * 5  # the cores shared out; one left over
+    assert training_threads(7, 4) == [1] * 4 + [1, 1, 1]
+    assert training_threads(6, 4) == [1] * 4 + [2, 2]
+    assert training_threads(1, 8) == [8]  # one policy: every core
+    assert training_threads(0, 4) == []
+
+
 def test_the_study_retrains_when_the_thread_count_changes(tmp_path, monkeypatch):
     from rich.console import Console
 
@@ -34,14 +47,43 @@ def test_the_study_retrains_when_the_thread_count_changes(tmp_path, monkeypatch)
     from r2s2r.study.design import get_design
     from r2s2r.study.profiles import get_profile
 
-    def plan(threads):
-        monkeypatch.setattr(runner, "train_threads", lambda: threads)
-        study = runner.plan_study(get_profile("smoke"), get_design("grounding"), tmp_path, 1, Console(quiet=True))
-        return {s.name: s for s in study.stages}
+    def plan(cores):
+        monkeypatch.setattr(runner, "train_threads", lambda: cores)
+        return runner.plan_study(get_profile("smoke"), get_design("grounding"), tmp_path, 1, Console(quiet=True))
 
-    one, two = plan(1), plan(2)
-    trains = [n for n in one if n.startswith("train-")]
-    assert trains and all(one[n].key["torch_threads"] == 1 and two[n].key["torch_threads"] == 2 for n in trains)
-    for name in one:  # the training stages and everything downstream of them change; the data stages do not
+    two, many = plan(2), plan(16)  # five policies: one thread each but the fifth (two); or three each
+    assert (two.cores, many.cores) == (2, 16)
+    two, many = ({s.name: s for s in p.stages} for p in (two, many))
+    trains = [n for n in two if n.startswith("train-")]
+    assert [two[n].key["torch_threads"] for n in trains] == [1, 1, 1, 1, 2]
+    assert [many[n].key["torch_threads"] for n in trains] == [3] * 5
+    assert [two[n].cores for n in trains] == [1, 1, 1, 1, 2] and all(many[n].side_by_side for n in trains)
+    for name in two:  # the training stages and everything downstream of them change; the data stages do not
         downstream = name.split("-", 1)[0] in ("train", "eval", "simeval", "videos")
-        assert (one[name].hash != two[name].hash) == downstream, name
+        assert (two[name].hash != many[name].hash) == downstream, name
+    single = {s.name: s for s in plan(1).stages}
+    assert not any(single[n].side_by_side for n in trains)  # one core: trained in the study's process
+
+
+def test_the_plan_trains_every_policy_before_any_evaluation(tmp_path, monkeypatch):
+    from rich.console import Console
+
+    from r2s2r.study import runner
+    from r2s2r.study.design import get_design
+    from r2s2r.study.profiles import get_profile
+
+    monkeypatch.setattr(runner, "train_threads", lambda: 2)
+    study = runner.plan_study(get_profile("smoke"), get_design("grounding"), tmp_path, 2, Console(quiet=True))
+    kinds = [s.name.split("-", 1)[0] for s in study.stages]
+    last_train = max(i for i, k in enumerate(kinds) if k == "train")
+    first_use = min(i for i, k in enumerate(kinds) if k in ("eval", "simeval", "videos"))
+    assert last_train < first_use and kinds.count("train") == 5
+    # the estimate: two rounds of two one-thread trainings side by side, then the fifth alone on both cores
+    none = {s.name: False for s in study.stages}
+    trains = [s for s in study.stages if s.side_by_side]
+    shared, alone = trains[0].estimate_s, trains[-1].estimate_s
+    assert shared == pytest.approx(1.5 * alone)
+    rest = sum(s.estimate_s for s in study.stages if not s.side_by_side)
+    assert runner.expected_wall_s(study, none) == pytest.approx(rest + 2 * shared + alone)
+    cached = {**none, **{s.name: True for s in trains[:3]}}  # one shared run left, then the fifth
+    assert runner.expected_wall_s(study, cached) == pytest.approx(rest + shared + alone)

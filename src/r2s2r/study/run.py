@@ -28,7 +28,7 @@ from r2s2r.study.figures import success_figure, training_figure
 from r2s2r.study.html import report_html
 from r2s2r.study.profiles import StudyProfile, get_profile
 from r2s2r.study.report import report_markdown
-from r2s2r.study.runner import default_workers, plan_study, run_plan, stage_table
+from r2s2r.study.runner import StudyPlan, default_workers, expected_wall_s, plan_study, run_plan, stage_table
 from r2s2r.study.stages import machine
 from r2s2r.study.summary import summarize_study
 
@@ -52,16 +52,17 @@ def source_commit() -> str:
         return "unknown"
 
 
-def print_plan(rows: list[dict[str, Any]], console: Console, title: str) -> float:
+def print_plan(plan: StudyPlan, rows: list[dict[str, Any]], console: Console, title: str) -> float:
+    """Print the plan's table; returns its expected wall seconds (``expected_wall_s``)."""
     table = Table(title=title)
     for col in ("stage", "what", "status", "expected"):
         table.add_column(col)
-    total = 0.0
     for r in rows:
         est = 0.0 if r["cached"] else r["estimate_s"]
-        total += est
-        table.add_row(r["stage"], r["what"], "cached" if r["cached"] else "to run", f"{est / 60:.1f} min")
-    table.add_row("", "[bold]total[/]", "", f"[bold]{total / 60:.0f} min[/]")
+        status = "cached" if r["cached"] else "to run" + (", side by side" if r["side_by_side"] else "")
+        table.add_row(r["stage"], r["what"], status, f"{est / 60:.1f} min")
+    total = expected_wall_s(plan, {r["stage"]: r["cached"] for r in rows})
+    table.add_row("", "[bold]total (wall)[/]", "", f"[bold]{total / 60:.0f} min[/]")
     console.print(table)
     return total
 
@@ -92,7 +93,7 @@ def run_study(
     plan = plan_study(profile, design, root, workers, console)
     rows = stage_table(plan, root)
     title = f"study plan: {design_name} design, {profile_name} profile, lab {profile.lab}, {workers} workers -> {out}"
-    expected = print_plan(rows, console, title)
+    expected = print_plan(plan, rows, console, title)
     if dry_run:
         return None
     t0 = time.perf_counter()
@@ -101,13 +102,15 @@ def run_study(
     results = summarize_study(plan, records, profile_name, profile, design_name, design)
     wall = time.perf_counter() - t0
     cached = sum(r.cached for r in records.values())
+    side = any(s.side_by_side for s in plan.stages)
     total_min = sum(r.seconds for r in records.values()) / 60
     header = {
         "command": f"`{command or 'r2s2r study run --profile ' + profile_name}`",
         "r2s2r commit": commit,
         "started": started,
         "wall time of this run": f"{wall / 60:.1f} min ({cached} of {len(records)} stages were cached); "
-        f"sum of all stage times {total_min:.1f} min",
+        f"sum of all stage times {total_min:.1f} min"
+        + (f" (the training stages ran side by side on {plan.cores} cores)" if side else ""),
         "machine": machine(),
     }
     atomic.remove_stale_temps(out, recursive=False)  # of a run killed while it wrote these files

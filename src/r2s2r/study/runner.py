@@ -12,8 +12,9 @@ that reads it):
 - ``sim-<gw-gb|gw-ub|uw-gb|uw-ub>``: the calibration's hash, the demos' hash (grounded behaviour
   only), n, seed, image size, condition mix. ``data/`` with ``stats.json`` (admission, throughput).
 - ``train-<policy>``: the data stages' hashes, the preset's policy and training configs (steps,
-  ratio, seed), torch threads (``r2s2r.train.threads``: all the cores). ``run/`` (checkpoints) and
-  ``history.json`` (the training log).
+  ratio, seed), torch threads (``training_threads``). ``run/`` (checkpoints) and ``history.json`` (the
+  training log). The training stages run side by side in their own processes, their threads from
+  ``training_threads`` (2 cores, 5 policies: four one-thread runs two at a time, the fifth on both).
 - ``eval-<policy>``: the training stage's hash, lab, trial plan, seed, batch, trial length, torch threads,
   how the lab draws images.
   ``results.json`` and ``results.md``.
@@ -30,6 +31,7 @@ Every key also holds the r2s2r version. The report is rebuilt from the stage out
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -43,7 +45,7 @@ import r2s2r
 from r2s2r import files
 from r2s2r.study.design import Design, PolicySpec, SimConfig
 from r2s2r.study.profiles import StudyProfile
-from r2s2r.study.stages import StageRecord, Stages, key_hash
+from r2s2r.study.stages import StageRecord, Stages, key_hash, run_side_by_side
 from r2s2r.train.presets import get_preset
 from r2s2r.train.threads import train_threads
 
@@ -63,6 +65,9 @@ COST_S = {
     # one optimiser step on the two cores: cpu 0.243 s in benchmarks/train_speed.py, 0.25-0.27 s inside the
     # quick study of 2026-12-06 (fifth session: 740-800 s per 3000 steps, real frames decoded beside it)
     "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},
+    # a step of a training on a share of the cores beside others, against one training on all of them
+    # (benchmarks/train_lanes.py, 2026-12-06: two one-thread runs 0.34 s a step each, one two-thread run 0.227 s)
+    "train_lane_slowdown": 1.5,
     "trial_fill": 0.8,  # fraction of the time limit an average trial runs
     "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
     # one filmed lab step beyond the re-run wave's own: two 320x240 lab-twin captures and their encoding, and
@@ -89,6 +94,13 @@ class PlannedStage:
     run: Callable[[Path], dict[str, Any]]
     estimate_s: float  # wall seconds on this machine's class, with the run's workers
     what: str
+    # None: runs alone in the study's process; else it runs beside the side-by-side stages next to it
+    # in the plan, in its own process (``run`` then pickles), occupying this many cores
+    cores: int | None = None
+
+    @property
+    def side_by_side(self) -> bool:
+        return self.cores is not None
 
     @property
     def hash(self) -> str:
@@ -107,9 +119,22 @@ class StudyPlan:
     policies: dict[str, tuple[str, str]]  # policy -> (train stage, eval stage)
     videos: dict[str, str]  # policy -> videos stage
     sim_evals: dict[str, dict[str, str]]  # policy -> world ("grounded", "ungrounded") -> sim evaluation stage
+    cores: int = 1  # what the side-by-side stages share
 
     def stage(self, name: str) -> PlannedStage:
         return next(s for s in self.stages if s.name == name)
+
+
+def training_threads(policies: int, cores: int | None = None) -> list[int]:
+    """Torch threads of each of a study's ``policies`` trainings on ``cores`` (default: the training
+    cores, ``train_threads``), run side by side in plan order: rounds of min(cores, policies) runs
+    sharing the cores out, and the runs of a last, smaller round sharing all of them. Two one-thread
+    trainings do 1.3-1.5 x the steps of one two-thread training (``benchmarks/train_lanes.py``)."""
+    cores = cores or train_threads()
+    lanes = max(1, min(cores, policies))
+    full, rest = divmod(policies, lanes)
+    last = [max(1, cores // rest)] * rest if rest else []
+    return [max(1, cores // lanes)] * (full * lanes) + last
 
 
 def _sim_scale(image_size: int) -> float:
@@ -171,15 +196,20 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
     policies: dict[str, tuple[str, str]] = {}
     videos: dict[str, str] = {}
     sim_evals: dict[str, dict[str, str]] = {}
-    for pol in design.policies:
-        train, ev, film = _policy_stages(pol, p, by_name, train_data, sims, stages, workers, console)
+    cores = train_threads()
+    threads = training_threads(len(design.policies), cores)
+    trains, after = [], []  # every training first (side by side), then each policy's evaluations
+    for pol, th in zip(design.policies, threads, strict=True):
+        side = cores > 1 and len(design.policies) > 1
+        train, ev, film = _policy_stages(pol, p, by_name, train_data, sims, stages, workers, th, side, console)
         in_sim = [_sim_eval_stage(pol, p, train, ev, w, cal_key, stages, workers, console) for w in p.sim_worlds]
-        out += [train, ev, *in_sim, film]
+        trains.append(train)
+        after += [ev, *in_sim, film]
         by_name.update({s.name: s for s in (train, ev, film)})
         policies[pol.name] = (train.name, ev.name)
         videos[pol.name] = film.name
         sim_evals[pol.name] = {w: s.name for w, s in zip(p.sim_worlds, in_sim, strict=True)}
-    return StudyPlan(tuple(out), "calibrate", demos, sims, policies, videos, sim_evals)
+    return StudyPlan(tuple(out + trains + after), "calibrate", demos, sims, policies, videos, sim_evals, cores)
 
 
 def _sim_eval_stage(
@@ -229,9 +259,12 @@ def _policy_stages(
     sims: dict[str, str],
     stages: Stages,
     workers: int,
+    threads: int,
+    side: bool,
     console: Console,
 ) -> tuple[PlannedStage, PlannedStage, PlannedStage]:
-    """The training, evaluation and filming stages of ``pol``."""
+    """The training (on ``threads`` torch threads; ``side``: beside the others), evaluation and filming
+    stages of ``pol``."""
     from r2s2r.study import steps
     from r2s2r.study.clips import CLIP_RULE
     from r2s2r.video import PREVIEW, TILE_SIZE, VIDEO_CAMERAS
@@ -246,19 +279,21 @@ def _policy_stages(
         "preset": p.preset,
         "policy": dataclasses.asdict(preset.policy),
         "train": dataclasses.asdict(preset.train),
-        "torch_threads": train_threads(),  # CPU training is reproducible for a given thread count only
+        "torch_threads": threads,  # CPU training is reproducible for a given thread count only
         "version": r2s2r.__version__,
     }
     real_dir = stages.dir(real.name, real.key)
     sim_dirs = [stages.dir(s.name, s.key) for s in sim_stages]
     train_name = f"train-{pol.name}"
-    train = PlannedStage(
-        train_name,
-        train_key,
-        lambda d: steps.train_policy(d, pol, preset, real_dir, sim_dirs, train_key["torch_threads"], console),
-        p.steps * COST_S["train_step"].get(p.preset, 1.0),
-        f"train {pol.name} ({preset.train.steps} steps)",
-    )
+    # beside others: in its own process, progress as plain lines (two bars cannot share a terminal)
+    run = functools.partial(
+        steps.train_policy, pol=pol, preset=preset, real_dir=real_dir, sim_dirs=sim_dirs, threads=threads,
+        console=None if side else console,
+    )  # fmt: skip
+    shared = threads < train_threads()  # on a share of the cores, beside other trainings
+    step_s = COST_S["train_step"].get(p.preset, 1.0) * (COST_S["train_lane_slowdown"] if shared else 1.0)
+    what = f"train {pol.name} ({preset.train.steps} steps, {threads} thread{'s' if threads > 1 else ''})"
+    train = PlannedStage(train_name, train_key, run, p.steps * step_s, what, threads if side else None)
     from r2s2r.evaluate.runner import EVAL_TORCH_THREADS
 
     eval_key = {
@@ -309,17 +344,60 @@ def _policy_stages(
     return train, ev, film
 
 
+def _blocks(stages: tuple[PlannedStage, ...]) -> list[list[PlannedStage]]:
+    """``stages`` cut into runs: each side-by-side stretch is one block, every other stage its own."""
+    out: list[list[PlannedStage]] = []
+    for s in stages:
+        if s.side_by_side and out and out[-1][-1].side_by_side:
+            out[-1].append(s)
+        else:
+            out.append([s])
+    return out
+
+
 def run_plan(plan: StudyPlan, root: Path, console: Console) -> dict[str, StageRecord]:
-    """Run every stage of ``plan`` in order (finished ones are skipped); their records by name."""
+    """Run every stage of ``plan`` in order (finished ones are skipped; side-by-side stretches share
+    ``plan.cores``); their records by name, in plan order."""
     stages = Stages(root)
     records: dict[str, StageRecord] = {}
-    for i, s in enumerate(plan.stages, 1):
-        cached = stages.done(s.name, s.key)
-        console.rule(f"[bold]{i}/{len(plan.stages)} {s.name}[/]: {s.what}" + (" [dim](cached)[/]" if cached else ""))
-        records[s.name] = stages.run(s.name, s.key, s.run)
-        if not cached:
-            console.print(f"[green]{s.name}[/] done in {records[s.name].seconds:.0f} s (expected {s.estimate_s:.0f} s)")
-    return records
+    number = {s.name: i for i, s in enumerate(plan.stages, 1)}
+
+    def done(s: PlannedStage, rec: StageRecord) -> None:
+        records[s.name] = rec
+        if not rec.cached:
+            console.print(f"[green]{s.name}[/] done in {rec.seconds:.0f} s (expected {s.estimate_s:.0f} s)")
+
+    for block in _blocks(plan.stages):
+        todo = [s for s in block if not stages.done(s.name, s.key)]
+        for s in block:
+            cached = s not in todo
+            side = f" [dim](side by side on {plan.cores} cores)[/]" if len(todo) > 1 and not cached else ""
+            head = f"[bold]{number[s.name]}/{len(plan.stages)} {s.name}[/]: {s.what}"
+            console.rule(head + (" [dim](cached)[/]" if cached else side))
+            if cached or len(todo) == 1:
+                done(s, stages.run(s.name, s.key, s.run))
+        if len(todo) > 1:
+            by_name = {s.name: s for s in todo}
+            for rec in run_side_by_side(root, [(s.name, s.key, s.run, s.cores or 1) for s in todo], plan.cores):
+                done(by_name[rec.name], rec)
+    return {s.name: records[s.name] for s in plan.stages}
+
+
+def expected_wall_s(plan: StudyPlan, cached: dict[str, bool]) -> float:
+    """The plan's estimated wall time: stage estimates summed, each side-by-side stretch counted as its
+    makespan when scheduled as ``run_side_by_side`` does (in order, each when its cores are free);
+    ``cached`` stages cost 0."""
+    total = 0.0
+    for block in _blocks(plan.stages):
+        now, running = 0.0, []  # (end, cores)
+        for s in (s for s in block if not cached[s.name]):
+            need = s.cores or plan.cores
+            while running and sum(c for _, c in running) + need > plan.cores:
+                now = min(e for e, _ in running)
+                running = [(e, c) for e, c in running if e > now]
+            running.append((now + s.estimate_s, need))
+        total += max((e for e, _ in running), default=now)
+    return total
 
 
 def default_workers() -> int:
@@ -330,7 +408,13 @@ def stage_table(plan: StudyPlan, root: Path) -> list[dict[str, Any]]:
     """The plan as rows: stage, what, cached, estimated seconds."""
     stages = Stages(root)
     return [
-        {"stage": s.name, "what": s.what, "cached": stages.done(s.name, s.key), "estimate_s": s.estimate_s}
+        {
+            "stage": s.name,
+            "what": s.what,
+            "cached": stages.done(s.name, s.key),
+            "estimate_s": s.estimate_s,
+            "side_by_side": s.side_by_side,
+        }
         for s in plan.stages
     ]
 
@@ -339,4 +423,14 @@ def read_json(path: Path) -> Any:
     return files.read_json(path, "a JSON file a study stage writes", expect=None)
 
 
-__all__ = ["COST_S", "PlannedStage", "SimConfig", "StudyPlan", "plan_study", "run_plan", "stage_table"]
+__all__ = [
+    "COST_S",
+    "PlannedStage",
+    "SimConfig",
+    "StudyPlan",
+    "expected_wall_s",
+    "plan_study",
+    "run_plan",
+    "stage_table",
+    "training_threads",
+]

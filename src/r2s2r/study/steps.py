@@ -105,8 +105,10 @@ def policy_preset(p: StudyProfile, pol: PolicySpec):
 
 
 def train_policy(
-    folder: Path, pol: PolicySpec, preset, real_dir: Path, sim_dirs: list[Path], threads: int, console: Console
+    folder: Path, pol: PolicySpec, preset, real_dir: Path, sim_dirs: list[Path], threads: int, console: Console | None
 ) -> dict[str, Any]:
+    """Train ``pol`` into ``folder`` on ``threads`` torch threads (resumes). ``console`` None: progress
+    as plain lines on stderr (a training run beside others, in its own process)."""
     import torch
 
     from r2s2r.policy.checkpoint import resolve_checkpoint
@@ -119,6 +121,7 @@ def train_policy(
     state = read_state(ckpt)[0] if ckpt is not None else None
     if state is None or state.step < preset.train.steps:  # else: finished, killed before stage.json
         torch.set_num_threads(threads)  # the stage's key holds it: CPU weights depend on the thread count
+        console = console or Console(stderr=True, force_terminal=False)
         with count_progress(f"train {pol.name}", console) as bar:
             task = bar.add_task("train", total=preset.train.steps, status="")
 
