@@ -65,9 +65,11 @@ COST_S = {
     # one optimiser step on the two cores: cpu 0.243 s in benchmarks/train_speed.py, 0.25-0.27 s inside the
     # quick study of 2026-12-06 (fifth session: 740-800 s per 3000 steps, real frames decoded beside it)
     "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},
-    # a step of a training on a share of the cores beside others, against one training on all of them
-    # (benchmarks/train_lanes.py, 2026-12-06: two one-thread runs 0.34 s a step each, one two-thread run 0.227 s)
-    "train_lane_slowdown": 1.5,
+    # a step of a training on a share of the cores beside others, against one training on all of them:
+    # benchmarks/train_lanes.py (2026-12-06, synthetic data) 0.34 s a step for each of two one-thread runs
+    # against 0.227 s for one two-thread run (1.5); the quick study (seventh session) 990 s per 3000 steps
+    # for each of two side by side against 740-800 s alone on both cores the session before (1.3)
+    "train_lane_slowdown": 1.3,
     "trial_fill": 0.8,  # fraction of the time limit an average trial runs
     "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
     # one filmed lab step beyond the re-run wave's own: two 320x240 lab-twin captures and their encoding, and
