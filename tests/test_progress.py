@@ -24,8 +24,10 @@ def test_a_log_gets_plain_lines_throttled_and_the_last_one_once():
     # the first update, then nothing for an hour, then the final count exactly once
     assert len(lines) == 2, lines
     assert lines[0].startswith("work: 1/50 item 0") and lines[1].startswith("work: 50/50 item 49")
-    every = [s for s in _run(False, every_s=0).splitlines() if s.startswith("work:")]
+    log = _run(False, every_s=0).splitlines()
+    every = [s for s in log if s.startswith("work:")]
     assert len(every) == 50 and every[-1].startswith("work: 50/50")
+    assert every == log  # nothing else: not the bar's last frame (cut to the width of a log)
 
 
 def test_a_terminal_gets_the_bar_and_no_plain_lines():

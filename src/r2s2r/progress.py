@@ -29,6 +29,7 @@ class CountProgress(Progress):
     """``Progress`` that also writes plain lines where its console is not a terminal."""
 
     def __init__(self, label: str, console: Console, disable: bool, every_s: float) -> None:
+        plain = not disable and not console.is_terminal
         super().__init__(
             TextColumn(label),
             BarColumn(),
@@ -38,10 +39,10 @@ class CountProgress(Progress):
             TextColumn("ETA"),
             TimeRemainingColumn(),
             console=console,
-            disable=disable,
+            disable=disable or plain,  # a log gets the plain lines only, not the bar's last frame too
         )
         self.label, self.every_s = label, every_s
-        self._plain = not disable and not console.is_terminal
+        self._plain = plain
         self._last: dict[TaskID, float] = {}
 
     def update(self, task_id: TaskID, **changes: Any) -> None:
