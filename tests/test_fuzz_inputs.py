@@ -361,6 +361,7 @@ CASES = {
     "study-profile": (lambda fx: ["study", "run", "--profile", "smok", "--dry-run"], ["profile 'smok'", "'smoke'"]),
     "study-n-real": (lambda fx: study_argv(fx, "--n-real", "0"), ["n_real", "expected >= 1"]),
     "study-design": (lambda fx: study_argv(fx, "--design", "full"), ["design 'full'", "expected one of"]),
+    "study-anchor": (lambda fx: study_argv(fx, "--anchors", "scriptd"), ["anchor policy 'scriptd'", "'scripted'"]),
     "world-ungrounded-seed": (
         lambda fx: ["world", "ungrounded", "--seed", "-1", "--out", str(fx.tmp / "u.json")],
         ["seed", "expected a non-negative integer"],

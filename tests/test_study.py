@@ -35,8 +35,10 @@ def test_smoke_study_writes_every_artifact(smoke):
     assert (out / "success.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     study = json.loads((out / "study.json").read_text())
     stage_dirs = sorted((out / "stages").iterdir())
-    # per policy: train, eval, an evaluation in each of the two simulated worlds, videos
-    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 5 * 5
+    # per policy: train, eval, an evaluation in each of the two simulated worlds, videos; per anchor
+    # policy: its evaluation in the lab and in each world
+    anchors = PROFILES["smoke"].anchors
+    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 5 * 5 + 3 * len(anchors) and anchors
     for d in stage_dirs:
         assert (d / "stage.json").is_file(), d
     cal = next(d for d in stage_dirs if d.name.startswith("calibrate-"))
@@ -117,6 +119,32 @@ def test_smoke_study_evaluates_every_policy_in_both_worlds_on_the_lab_trials(smo
     assert "## Can the simulator stand in for the lab?" in report and "![" in report and "agreement.png" in report
     for row in agreement_rows(a)[1]:
         assert "| " + " | ".join(row) + " |" in report
+
+
+@pytest.mark.slow
+def test_smoke_study_adds_the_anchor_policies_to_the_agreement_on_the_same_trials(smoke):
+    out, results = smoke
+    a, anchored = results["agreement"], results["agreement_anchored"]
+    anchors = list(PROFILES["smoke"].anchors)
+    assert anchored["policies"] == a["policies"] + anchors  # the study's policies first, in their order
+    stages = out / "stages"
+    lab = [EvalResults.load(results["policies"][n]["eval_dir"]) for n in a["policies"]]
+    lab += [EvalResults.load(next(stages.glob(f"anchor-{n}-[0-9a-f]*"))) for n in anchors]
+    worlds = {}
+    for world in ("grounded", "ungrounded"):
+        short = world[0] + "w"
+        sims = [EvalResults.load(next(stages.glob(f"simeval-{n}-{short}-*"))) for n in a["policies"]]
+        sims += [EvalResults.load(next(stages.glob(f"anchor-{n}-{short}-*"))) for n in anchors]
+        for s, lr in zip(sims, lab, strict=True):
+            assert s.trials.digest() == lr.trials.digest() == results["trial_list"]  # the lab's very trials
+            assert s.cell["kind"] == "world" and lr.cell["kind"] == "lab" and s.policy == lr.policy
+        worlds[f"{world} sim"] = sims
+    want = agreement_table(lab, worlds, seed=PROFILES["smoke"].seed).to_json()
+    assert json.loads(json.dumps(want)) == json.loads(json.dumps(anchored))
+    report = (out / "report.md").read_text()
+    for row in agreement_rows(anchored)[1]:
+        assert "| " + " | ".join(row) + " |" in report
+    assert all(f"| {n} | " in report for n in anchors)
 
 
 @pytest.mark.slow
@@ -231,3 +259,32 @@ def test_sim_worlds_choose_the_sim_evaluations(tmp_path):
         dataclasses.replace(PROFILES["smoke"], sim_worlds=("grounde",))
     with pytest.raises(ConfigError, match="distinct"):
         dataclasses.replace(PROFILES["smoke"], sim_worlds=("grounded", "grounded"))
+
+
+def test_anchor_policies_are_evaluated_in_the_lab_and_each_world_independently_of_training(tmp_path):
+    design = get_design("grounding")
+    for worlds, anchors in (((), ("random",)), (("grounded",), ("random", "scripted")), (("grounded",), ())):
+        profile = dataclasses.replace(PROFILES["smoke"], sim_worlds=worlds, anchors=anchors)
+        plan = plan_study(profile, design, tmp_path, 2, QUIET)
+        names = [s.name for s in plan.stages if s.name.startswith("anchor-")]
+        # anchors serve the agreement only: none without a simulated world
+        assert len(names) == (len(anchors) * (1 + len(worlds)) if worlds else 0)
+        assert set(plan.anchors) == (set(anchors) if worlds else set())
+        for a, where in plan.anchors.items():
+            assert set(where) == {"lab", *worlds}
+            lab, sims = plan.stage(where["lab"]), [plan.stage(where[w]) for w in worlds]
+            assert lab.key["policy"] == a and all(s.key["policy"] == a for s in sims)
+            assert all(s.key["world"] == w for s, w in zip(sims, worlds, strict=True))
+            assert not any("train" in s.key for s in (lab, *sims))
+    # more training steps leave the anchors' keys as they were
+    base = dataclasses.replace(PROFILES["smoke"], sim_worlds=("grounded",))
+    longer = dataclasses.replace(base, train_steps=base.steps + 1)
+    keys = [
+        {s.name: s.hash for s in plan_study(p, design, tmp_path, 2, QUIET).stages if s.name.startswith("anchor-")}
+        for p in (base, longer)
+    ]
+    assert keys[0] == keys[1] and keys[0]
+    with pytest.raises(UnknownNameError, match="scripted"):
+        dataclasses.replace(PROFILES["smoke"], anchors=("scriptd",))
+    with pytest.raises(ConfigError, match="distinct"):
+        dataclasses.replace(PROFILES["smoke"], anchors=("random", "random"))

@@ -17,6 +17,7 @@ def study_run_command(
     n_sim: int | None = None,
     steps: int | None = None,
     sim_worlds: tuple[str, ...] | None = None,
+    anchors: tuple[str, ...] | None = None,
     workers: int | None = None,
     dry_run: bool = False,
 ) -> None:
@@ -39,6 +40,9 @@ def study_run_command(
         steps: Training steps per policy (default: the profile's).
         sim_worlds: Simulated worlds every policy is also evaluated in, on the lab's trials, for the
             sim-vs-lab agreement: grounded, ungrounded, both (the default) or none (give the flag no value).
+        anchors: Reference policies also evaluated in the lab and in those worlds, for the agreement only
+            (they widen its spread of success): random, scripted, hold; default random and scripted, none
+            (give the flag no value) for none.
         workers: Processes for demos, generation and evaluation, >= 1 (default: one per core).
         dry_run: Print the plan and its expected time, run nothing.
     """
@@ -46,7 +50,7 @@ def study_run_command(
     from r2s2r.study.run import run_study
 
     chosen = get_profile(profile).replace(
-        lab=lab, seed=seed, n_real=n_real, n_sim=n_sim, train_steps=steps, sim_worlds=sim_worlds
+        lab=lab, seed=seed, n_real=n_real, n_sim=n_sim, train_steps=steps, sim_worlds=sim_worlds, anchors=anchors
     )
     command = "r2s2r " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["study"] else None
     run_study(out, profile, chosen, design, workers, dry_run, command=command)

@@ -21,6 +21,8 @@ from r2s2r.evaluate.trials import TrialPlan
 from r2s2r.generate.mix import ConditionMix
 from r2s2r.train.presets import get_preset
 
+ANCHORS = ("random", "scripted", "hold")  # what ``StudyProfile.anchors`` may name (``resolve_policy``)
+
 
 @dataclass(frozen=True)
 class StudyProfile:
@@ -44,6 +46,10 @@ class StudyProfile:
     mix: ConditionMix = ConditionMix()
     # every policy is also evaluated on the lab's trials in these simulated worlds (sim-vs-lab agreement)
     sim_worlds: tuple[str, ...] = ("grounded", "ungrounded")
+    # reference policies (``r2s2r.evaluate.policies``) evaluated in the lab and in each of those worlds for
+    # the agreement only, never study policies: SIMPLER's statistics need policies whose success differs
+    # (the study's own five span 10-26 % on lab 0); the report gives the agreement with and without them
+    anchors: tuple[str, ...] = ("random", "scripted")
 
     def __post_init__(self) -> None:
         for name in ("n_real", "n_sim"):
@@ -62,6 +68,11 @@ class StudyProfile:
                 raise UnknownNameError("study sim world", w, ("grounded", "ungrounded"))
         if len(set(self.sim_worlds)) != len(self.sim_worlds):
             raise ConfigError(f"study profile: sim_worlds expected distinct worlds, got {self.sim_worlds}")
+        for a in self.anchors:
+            if a not in ANCHORS:
+                raise UnknownNameError("study anchor policy", a, ANCHORS)
+        if len(set(self.anchors)) != len(self.anchors):
+            raise ConfigError(f"study profile: anchors expected distinct policies, got {self.anchors}")
         get_preset(self.preset)  # a bad name fails here, with a hint
 
     @property

@@ -298,28 +298,45 @@ def _grounding_blocks(s: dict[str, Any]) -> list[Block]:
 
 def agreement_blocks(s: dict[str, Any]) -> list[Block]:
     """ "Can the simulator stand in for the lab?": every policy's success in the lab and in each
-    simulated world on the same trial list, and per world Pearson r and MMRV (SIMPLER) with intervals."""
-    a = s.get("agreement")
+    simulated world on the same trial list, and per world Pearson r and MMRV (SIMPLER) with intervals:
+    over the study's policies, and over them with the reference policies (anchors) where the study ran any."""
+    a, anchored = s.get("agreement"), s.get("agreement_anchored")
     if a is None:
         return []
-    verdicts = []
-    for w, g in a["agreements"].items():
-        r, m = g["pearson"], g["mmrv"]
-        holds = r is not None and r >= 0.9 and m <= 0.05
-        verdicts.append(f"{w}: {'meets' if holds else 'does not meet'} the bar of r >= 0.9 and MMRV <= 0.05")
+    study = set(a["policies"])
+    anchors = [p for p in anchored["policies"] if p not in study] if anchored else []
+
+    def verdicts(t: dict, over: str) -> list[str]:
+        out = []
+        for w, g in t["agreements"].items():
+            r, m = g["pearson"], g["mmrv"]
+            holds = r is not None and r >= 0.9 and m <= 0.05
+            out.append(f"{w}, {over}: {'meets' if holds else 'does not meet'} the bar of r >= 0.9 and MMRV <= 0.05")
+        return out
+
+    intro = (
+        f"Each of the {len(a['policies'])} study policies ran the lab's very trial list (same conditions, objects, "
+        "belt speeds and seeds) in the grounded and the ungrounded simulated world (`r2s2r eval --world`)."
+    )
+    blocks: list[Block] = [Heading("Can the simulator stand in for the lab?")]
+    if anchors:
+        intro += (
+            f" So did the reference policies {', '.join(f'`{p}`' for p in anchors)} (anchors, not study policies; "
+            "`StudyProfile.anchors`): they give the ranking the spread of success SIMPLER's statistics need. "
+            "The agreement is given over the study's policies alone, then with the anchors."
+        )
+        blocks += [Text((intro,)), table(*success_rows(anchored))]
+    else:
+        intro += " No anchor policies (random, scripted) were added, so the spread is the study's own."
+        blocks += [Text((intro,)), table(*success_rows(a))]
+    blocks += [Text(("Over the study's policies:",)), table(*agreement_rows(a))]
+    if anchors:
+        blocks += [Text((f"Over the study's policies and {', '.join(anchors)}:",)), table(*agreement_rows(anchored))]
+    notes = [*pearson_notes(a), *(pearson_notes(anchored) if anchors else [])]
+    lines = verdicts(a, "study policies") + (verdicts(anchored, "with the anchors") if anchors else [])
     return [
-        Heading("Can the simulator stand in for the lab?"),
-        Text(
-            (
-                f"Each of the {len(a['policies'])} policies above ran the lab's very trial list (same conditions, "
-                "objects, belt speeds and seeds) in the grounded and the ungrounded simulated world "
-                "(`r2s2r eval --world`); no anchor policies (random, scripted) are added, so the spread is the "
-                "study's own.",
-            )
-        ),
-        table(*success_rows(a)),
-        table(*agreement_rows(a)),
-        Text((AGREEMENT_NOTE, *pearson_notes(a))),
-        Bullets(tuple(verdicts)),
-        Figure("agreement.png", "sim vs lab success per policy"),
+        *blocks,
+        Text((AGREEMENT_NOTE, *notes)),
+        Bullets(tuple(lines)),
+        Figure("agreement.png", "sim vs lab success per policy" + (" (anchors included)" if anchors else "")),
     ]

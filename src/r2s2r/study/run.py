@@ -117,8 +117,8 @@ def run_study(
     atomic.write_json(out / RESULTS, results)
     atomic.write_bytes(out / "success.png", success_figure(results))
     atomic.write_bytes(out / "training.png", training_figure(results))
-    if results["agreement"] is not None:
-        atomic.write_bytes(out / "agreement.png", agreement_figure(results["agreement"]))
+    if (shown := results["agreement_anchored"] or results["agreement"]) is not None:
+        atomic.write_bytes(out / "agreement.png", agreement_figure(shown))
     atomic.write_text(out / REPORT, report_markdown(results, header))
     atomic.write_text(out / PAGE, report_html(results, header, out))
     atomic.write_json(

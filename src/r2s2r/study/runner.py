@@ -21,6 +21,10 @@ that reads it):
 - ``simeval-<policy>-<gw|uw>``: the training stage's hash, the calibration's hash, the world
   (grounded or ungrounded), and the lab evaluation's trial settings: the policy on the lab's very
   trial list in that simulated world (``r2s2r eval --world``), for the sim-vs-lab agreement.
+- ``anchor-<random|scripted|hold>`` and ``anchor-<name>-<gw|uw>``: the profile's reference policies
+  (``StudyProfile.anchors``) on the lab's trial list, in the lab and in each simulated world, with the
+  lab evaluation's trial settings and the image size (the world's: the calibration's hash); they widen
+  the spread of success the sim-vs-lab agreement is measured on.
 - ``videos-<policy>``: the evaluation stage's hash, the rule choosing the trials, the video format.
   The trials the report shows (a success and a failure per condition kind, where there are any),
   re-run with their waves and filmed: ``videos/``, ``clips.json``.
@@ -121,6 +125,7 @@ class StudyPlan:
     policies: dict[str, tuple[str, str]]  # policy -> (train stage, eval stage)
     videos: dict[str, str]  # policy -> videos stage
     sim_evals: dict[str, dict[str, str]]  # policy -> world ("grounded", "ungrounded") -> sim evaluation stage
+    anchors: dict[str, dict[str, str]]  # anchor policy -> "lab" or a world -> its evaluation stage
     cores: int = 1  # what the side-by-side stages share
 
     def stage(self, name: str) -> PlannedStage:
@@ -137,6 +142,20 @@ def training_threads(policies: int, cores: int | None = None) -> list[int]:
     full, rest = divmod(policies, lanes)
     last = [max(1, cores // rest)] * rest if rest else []
     return [max(1, cores // lanes)] * (full * lanes) + last
+
+
+def _eval_estimate_s(p: StudyProfile, workers: int, observed: float, world: str = "lab") -> float:
+    """Wall seconds of an evaluation on the profile's trial list whose policy reads frames on the
+    ``observed`` fraction of steps, in the lab or (any other ``world``) a simulated world."""
+    cell = "lab" if world == "lab" else "sim"
+    step_s = COST_S[f"{cell}_step_unobserved"] + observed * COST_S[f"{cell}_frames"]
+    return p.trials.total * p.max_duration * 10 * COST_S["trial_fill"] * step_s / min(workers, p.eval_batch)
+
+
+def _observed(pc) -> float:
+    """The share of steps a chunk policy (``PolicyConfig``) reads frames on: each re-plan and, for a
+    past frame, ``past_frame`` steps before it."""
+    return (1 + (pc.past_frame % pc.execute_steps != 0)) / pc.execute_steps
 
 
 def _sim_scale(image_size: int) -> float:
@@ -211,7 +230,56 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
         policies[pol.name] = (train.name, ev.name)
         videos[pol.name] = film.name
         sim_evals[pol.name] = {w: s.name for w, s in zip(p.sim_worlds, in_sim, strict=True)}
-    return StudyPlan(tuple(out + trains + after), "calibrate", demos, sims, policies, videos, sim_evals, cores)
+    anchors = {a: _anchor_stages(a, p, cal_key, stages, workers, console) for a in p.anchors if p.sim_worlds}
+    after += [s for by_place in anchors.values() for s in by_place.values()]
+    anchor_names = {a: {w: s.name for w, s in by_place.items()} for a, by_place in anchors.items()}
+    return StudyPlan(
+        tuple(out + trains + after), "calibrate", demos, sims, policies, videos, sim_evals, anchor_names, cores
+    )
+
+
+def _anchor_stages(
+    anchor: str, p: StudyProfile, cal_key: dict[str, Any], stages: Stages, workers: int, console: Console
+) -> dict[str, PlannedStage]:
+    """The evaluations of the reference policy ``anchor`` on the lab's trial list: in the lab ("lab")
+    and in each of the profile's simulated worlds; they depend on no training."""
+    from r2s2r.generate.commands import WORLD_FILE_OF
+    from r2s2r.study import steps
+
+    key = {
+        "stage": "anchor",
+        "policy": anchor,
+        "lab": p.lab,
+        "trials": dataclasses.asdict(p.trials),
+        "seed": p.seed,
+        "batch": p.eval_batch,
+        "max_duration": p.max_duration,
+        "image_size": p.image_size,
+        "version": r2s2r.__version__,
+        "lab_images": LAB_IMAGES,
+    }
+    # a random policy reads its frames at each re-plan (1 of 8 steps); the scripted operator reads none
+    observed = 1 / 8 if anchor == "random" else 0.0
+    out = {
+        "lab": PlannedStage(
+            f"anchor-{anchor}",
+            key,
+            lambda d: steps.evaluate_anchor(d, anchor, p, workers, console),
+            _eval_estimate_s(p, workers, observed),
+            f"evaluate the {anchor} policy (an agreement anchor) on {p.trials.total} lab trials",
+        )
+    }
+    for world in p.sim_worlds:
+        world_file = stages.dir("calibrate", cal_key) / WORLD_FILE_OF[world]
+        wkey = key | {"calibrate": key_hash(cal_key), "world": world}
+        out[world] = PlannedStage(
+            f"anchor-{anchor}-{world[0]}w",
+            wkey,
+            lambda d, wf=world_file: steps.evaluate_anchor(d, anchor, p, workers, console, wf),
+            _eval_estimate_s(p, workers, observed, world),
+            f"evaluate the {anchor} policy on the lab's {p.trials.total} trials in the {world} sim",
+        )
+    return out
 
 
 def _sim_eval_stage(
@@ -238,11 +306,7 @@ def _sim_eval_stage(
     }
     world_file = stages.dir("calibrate", cal_key) / WORLD_FILE_OF[world]
     train_dir = stages.dir(train.name, train.key)
-    trial_steps = p.max_duration * 10 * COST_S["trial_fill"]
-    pc = steps.policy_preset(p, pol).policy
-    observed = (1 + (pc.past_frame % pc.execute_steps != 0)) / pc.execute_steps
-    step_s = COST_S["sim_step_unobserved"] + observed * COST_S["sim_frames"]
-    est = p.trials.total * trial_steps * step_s / min(workers, p.eval_batch)
+    est = _eval_estimate_s(p, workers, _observed(steps.policy_preset(p, pol).policy), world)
     short = f"{world[0]}w"
     return PlannedStage(
         f"simeval-{pol.name}-{short}",
@@ -311,11 +375,7 @@ def _policy_stages(
         "lab_images": LAB_IMAGES,
     }
     train_dir = stages.dir(train_name, train_key)
-    trial_steps = p.max_duration * 10 * COST_S["trial_fill"]
-    pc = preset.policy  # frames are read at each re-plan and, for a past frame, d steps before it
-    observed = (1 + (pc.past_frame % pc.execute_steps != 0)) / pc.execute_steps
-    step_s = COST_S["lab_step_unobserved"] + observed * COST_S["lab_frames"]
-    est = p.trials.total * trial_steps * step_s / min(workers, p.eval_batch)
+    est = _eval_estimate_s(p, workers, _observed(preset.policy))
     ev = PlannedStage(
         f"eval-{pol.name}",
         eval_key,

@@ -155,17 +155,35 @@ def evaluate_policy(
 ) -> dict[str, Any]:
     """Evaluate ``pol`` on the profile's lab trial list: in the lab, or (``world_file``, a WorldParams
     JSON) on the same trials in that simulated world."""
+    from r2s2r.policy import load_policy
+
+    return _evaluate(folder, load_policy(train_dir / RUN), pol.name, p, workers, console, world_file)
+
+
+def evaluate_anchor(
+    folder: Path, name: str, p: StudyProfile, workers: int, console: Console, world_file: Path | None = None
+) -> dict[str, Any]:
+    """Evaluate the reference policy ``name`` (``random``, ``scripted`` or ``hold``: an anchor of the
+    sim-vs-lab agreement, never a study policy) on the profile's lab trial list, at the study's image
+    size: in the lab, or in the simulated world of ``world_file``."""
+    from r2s2r.evaluate.policies import resolve_policy
+
+    policy = dataclasses.replace(resolve_policy(name), image_size=p.image_size)
+    return _evaluate(folder, policy, name, p, workers, console, world_file)
+
+
+def _evaluate(
+    folder: Path, policy, name: str, p: StudyProfile, workers: int, console: Console, world_file: Path | None
+) -> dict[str, Any]:
     from r2s2r.evaluate.cells import WorldCell
     from r2s2r.evaluate.runner import evaluate
-    from r2s2r.policy import load_policy
     from r2s2r.progress import count_progress
 
-    policy = load_policy(train_dir / RUN)
     config = eval_config(p, workers)
     wins = [0, 0]
     world = WorldCell.load(world_file, None) if world_file is not None else None
     where = f" in sim ({world_file.name})" if world_file is not None else ""
-    with count_progress(f"trials {pol.name}{where}", console) as bar:
+    with count_progress(f"trials {name}{where}", console) as bar:
         task = bar.add_task("trials", total=p.trials.total, status="")
 
         def show(o) -> None:
@@ -173,7 +191,7 @@ def evaluate_policy(
             wins[1] += 1
             bar.update(task, advance=1, status=f"success {wins[0]}/{wins[1]}")
 
-        res = evaluate(policy, p.lab, config, out=folder, name=pol.name, on_trial=show, world=world)
+        res = evaluate(policy, p.lab, config, out=folder, name=name, on_trial=show, world=world)
     res.save(folder)
     o = res.overall()
     return {"successes": o.successes, "trials": o.trials, "wall_s": res.timing["wall_seconds"]}

@@ -25,7 +25,9 @@ from r2s2r.study.runner import StudyPlan
 from r2s2r.study.stages import StageRecord
 from r2s2r.study.steps import CLIPS, DATA, HISTORY
 
-SCHEMA = 3  # 2: the filmed trials ("videos"); 3: the sim-vs-lab agreement ("agreement")
+# 2: the filmed trials ("videos"); 3: the sim-vs-lab agreement ("agreement"); 4: the agreement with the
+# reference policies too ("agreement_anchored")
+SCHEMA = 4
 
 
 def _rate(r: Rate | None) -> dict[str, Any] | None:
@@ -47,19 +49,29 @@ def load_evaluations(plan: StudyPlan, records: dict[str, StageRecord]) -> dict[s
 
 
 def sim_lab_agreement(
-    plan: StudyPlan, records: dict[str, StageRecord], evals: dict[str, EvalResults], seed: int
+    plan: StudyPlan,
+    records: dict[str, StageRecord],
+    evals: dict[str, EvalResults],
+    seed: int,
+    anchored: bool = False,
 ) -> dict[str, Any] | None:
     """Per simulated world (named "<world> sim"), its success per policy and its agreement with the
-    lab (``AgreementTable.to_json()``); None when the study evaluated in no world or has one policy."""
-    worlds = {w for by_world in plan.sim_evals.values() for w in by_world}
-    if not worlds or len(evals) < 2:
+    lab (``AgreementTable.to_json()``), over the study's policies and, ``anchored``, the plan's
+    reference policies after them; None when the study evaluated in no world, or (anchored) has no
+    anchors, or the set has fewer than two policies."""
+    worlds = [w for w in ("grounded", "ungrounded") if any(w in by_world for by_world in plan.sim_evals.values())]
+    if anchored and not plan.anchors:
         return None
-    in_sim = {
-        f"{w} sim": [EvalResults.load(records[plan.sim_evals[pol][w]].dir) for pol in evals]
-        for w in ("grounded", "ungrounded")
-        if w in worlds
-    }
-    return agreement_table(list(evals.values()), in_sim, seed=seed).to_json()
+    lab = list(evals.values())
+    in_sim = {w: [EvalResults.load(records[plan.sim_evals[pol][w]].dir) for pol in evals] for w in worlds}
+    if anchored:
+        for stages in plan.anchors.values():
+            lab.append(EvalResults.load(records[stages["lab"]].dir))
+            for w in worlds:
+                in_sim[w].append(EvalResults.load(records[stages[w]].dir))
+    if not worlds or len(lab) < 2:
+        return None
+    return agreement_table(lab, {f"{w} sim": r for w, r in in_sim.items()}, seed=seed).to_json()
 
 
 def summarize_study(
@@ -142,6 +154,7 @@ def summarize_study(
         "training": training,
         "videos": videos,
         "agreement": sim_lab_agreement(plan, records, evals, profile.seed),
+        "agreement_anchored": sim_lab_agreement(plan, records, evals, profile.seed, anchored=True),
         "stages": stages,
     }
 
