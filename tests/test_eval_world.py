@@ -19,7 +19,7 @@ from r2s2r.lab.simulated_cell import SimulatedCell
 from r2s2r.world.camera import ImageEffects
 from r2s2r.world.cell import CellConfig
 from r2s2r.world.engine import home_command
-from r2s2r.world.params import VisualRandomization, WorldParams
+from r2s2r.world.params import SHADOWED_RENDER, RenderParams, VisualRandomization, WorldParams
 
 LAB = 2
 PLAN = TrialPlan(nominal=2, lighting=0, belt_speed=0, novel_object=0, combined=0)
@@ -50,7 +50,7 @@ def test_the_scripted_operator_succeeds_in_the_nominal_world_and_results_record_
     assert [o.success for o in res.outcomes] == [True, True], [o.failure for o in res.outcomes]
     assert all(o.lifted and o.touched and o.failure is None for o in res.outcomes)
     world_hash = WorldParams.nominal().content_hash()
-    assert res.cell == {"kind": "world", "world": str(world_file), "world_hash": world_hash}
+    assert res.cell == {"kind": "world", "world": str(world_file), "world_hash": world_hash, "shadows": False}
     assert res.where().startswith(f"world {world_file}")
     saved = json.loads((out / "results.json").read_text())
     assert saved["cell"] == res.cell and saved["lab"] == LAB
@@ -67,6 +67,34 @@ def test_a_world_evaluation_resumes_and_is_not_mistaken_for_a_lab_one(scripted_s
     assert again.timing["lab_seconds"] == res.timing["lab_seconds"]  # reused waves, nothing rerun
     with pytest.raises(R2S2RError, match="other settings"):  # the same folder, the lab twin: other trials' runs
         evaluate(ScriptedOperator(), LAB, config, out, "scripted")
+
+
+def test_a_world_rendered_with_shadows_draws_them_and_is_recorded_apart(world_file, tmp_path):
+    lean, shadowed = WorldCell.load(world_file), WorldCell.load(world_file, shadows=True)
+    assert lean.params.render == RenderParams() and shadowed.params.render == SHADOWED_RENDER
+    assert shadowed.params.replace(render=RenderParams()) == lean.params  # nothing else changes
+    assert shadowed.describe()["shadows"] and not lean.describe()["shadows"]
+    assert shadowed.describe()["world_hash"] != lean.describe()["world_hash"]
+    # the same state drawn both ways (the same sensor noise): the shadows darken part of the picture
+    config = CellConfig(cameras=("head_left",), image_size=48)
+    frames = []
+    for world in (lean, shadowed):
+        cell = world.build(config)
+        trial = next(iter(make_trials(LAB, PLAN)))
+        cell.reset(trial.condition, trial.seed)
+        frames.append(cell.act(home_command())["head_left"].astype(int))
+        cell.close()
+    darker = (frames[0] - frames[1]).mean(axis=-1)
+    assert (darker > 8).mean() > 0.02, "no shadow drawn"
+    # results record it, a results file round-trips it, and an older record without it reads as lean
+    res = evaluate(RandomPolicy(**TINY), LAB, EvalConfig(plan=PLAN, batch=2, max_duration=SHORT), world=shadowed)
+    res.save(tmp_path)
+    assert EvalResults.load(tmp_path).cell["shadows"] is True and "with shadows" in res.where()
+    old = json.loads((tmp_path / "results.json").read_text())
+    del old["cell"]["shadows"]
+    assert EvalResults.from_json(old, "old").cell["shadows"] is False
+    with pytest.raises(R2S2RError, match="shadows"):
+        EvalResults.from_json({**old, "cell": {**old["cell"], "shadows": "yes"}}, "bad")
 
 
 def test_one_and_two_workers_give_identical_results_in_a_world(world_file):

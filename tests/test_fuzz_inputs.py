@@ -356,6 +356,7 @@ CASES = {
     "eval-batch": (lambda fx: eval_argv(fx, "scripted", "--batch", "0"), ["--batch", "expected an integer >= 1"]),
     "eval-trials": (lambda fx: eval_argv(fx, "scripted", "--nominal", "-1"), ["nominal trials", "expected"]),
     "eval-duration": (lambda fx: eval_argv(fx, "scripted", "--max-duration", "0"), ["--max-duration", "expected"]),
+    "eval-shadows-no-world": (lambda fx: eval_argv(fx, "scripted", "--shadows"), ["--shadows", "--world FILE"]),
     "eval-policy-name": (lambda fx: eval_argv(fx, "scriptd"), ["--policy", "expected 'scripted'"]),
     "study-workers-0": (lambda fx: study_argv(fx, "--workers", "0"), ["--workers", "expected", ">= 1", "got 0"]),
     "study-profile": (lambda fx: ["study", "run", "--profile", "smok", "--dry-run"], ["profile 'smok'", "'smoke'"]),

@@ -262,6 +262,24 @@ def test_sim_worlds_choose_the_sim_evaluations(tmp_path):
         dataclasses.replace(PROFILES["smoke"], sim_worlds=("grounded", "grounded"))
 
 
+def test_rendering_the_sim_evaluations_with_shadows_reruns_them_and_nothing_else(tmp_path):
+    design = get_design("grounding")
+    plans = [
+        plan_study(dataclasses.replace(PROFILES["smoke"], sim_eval_shadows=v), design, tmp_path, 2, QUIET)
+        for v in (True, False)
+    ]
+    keys = [{s.name: s.hash for s in plan.stages} for plan in plans]
+    assert keys[0].keys() == keys[1].keys()
+    changed = {n for n in keys[0] if keys[0][n] != keys[1][n]}
+    in_sim = {n for n in keys[0] if n.startswith("simeval-") or (n.startswith("anchor-") and n[-3:] in ("-gw", "-uw"))}
+    assert changed == in_sim and len(in_sim) == 5 * 2 + 2 * 2
+    assert all(plans[0].stage(n).key["shadows"] is True for n in in_sim)
+    # rendered like the lab's cameras, a sim evaluation is expected to cost what a lab one does per frame
+    assert plans[0].stage("simeval-real-only-gw").estimate_s > plans[1].stage("simeval-real-only-gw").estimate_s
+    with pytest.raises(ConfigError, match="sim_eval_shadows"):
+        dataclasses.replace(PROFILES["smoke"], sim_eval_shadows="yes")
+
+
 def test_anchor_policies_are_evaluated_in_the_lab_and_each_world_independently_of_training(tmp_path):
     design = get_design("grounding")
     for worlds, anchors in (((), ("random",)), (("grounded",), ("random", "scripted")), (("grounded",), ())):

@@ -68,7 +68,7 @@ def test_the_study_retrains_when_the_thread_count_changes(tmp_path, monkeypatch)
 def test_the_plan_trains_every_policy_before_any_evaluation(tmp_path, monkeypatch):
     from rich.console import Console
 
-    from r2s2r.study import runner
+    from r2s2r.study import costs, runner
     from r2s2r.study.design import get_design
     from r2s2r.study.profiles import get_profile
 
@@ -82,7 +82,7 @@ def test_the_plan_trains_every_policy_before_any_evaluation(tmp_path, monkeypatc
     none = {s.name: False for s in study.stages}
     trains = [s for s in study.stages if s.side_by_side]
     shared, alone = trains[0].estimate_s, trains[-1].estimate_s
-    assert shared == pytest.approx(runner.COST_S["train_lane_slowdown"] * alone) and shared > alone
+    assert shared == pytest.approx(costs.COST_S["train_lane_slowdown"] * alone) and shared > alone
     rest = sum(s.estimate_s for s in study.stages if not s.side_by_side)
     assert runner.expected_wall_s(study, none) == pytest.approx(rest + 2 * shared + alone)
     cached = {**none, **{s.name: True for s in trains[:3]}}  # one shared run left, then the fifth

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from r2s2r.lab.real_cell import TrialCell
 from r2s2r.world.cell import CellConfig
-from r2s2r.world.params import WorldParams
+from r2s2r.world.params import SHADOWED_RENDER, WorldParams
 
 
 @dataclass(frozen=True)
@@ -33,16 +33,21 @@ class LabCell:
 
 @dataclass(frozen=True)
 class WorldCell:
-    """A simulated world (``SimulatedCell``) of ``params``, read from ``path``."""
+    """A simulated world (``SimulatedCell``) of ``params``, read from ``path``; ``shadows``: rendered
+    with ``SHADOWED_RENDER`` (shadows and anti-aliasing, as the photometric calibration fitted the
+    lighting) instead of the file's own render settings (a calibration writes the lean ones it
+    generates with)."""
 
     params: WorldParams
     path: str
+    shadows: bool = False
 
     @classmethod
-    def load(cls, path: str | Path, option: str | None = "--world") -> WorldCell:
+    def load(cls, path: str | Path, option: str | None = "--world", shadows: bool = False) -> WorldCell:
         """The world of a WorldParams JSON file (grounded or not); a missing, unreadable or invalid
         file raises an R2S2RError naming it (and ``option``)."""
-        return cls(WorldParams.load(path, option), str(path))
+        params = WorldParams.load(path, option)
+        return cls(params.replace(render=SHADOWED_RENDER) if shadows else params, str(path), shadows)
 
     def build(self, config: CellConfig) -> TrialCell:
         from r2s2r.lab.simulated_cell import SimulatedCell
@@ -50,7 +55,8 @@ class WorldCell:
         return SimulatedCell(self.params, config)
 
     def describe(self) -> dict:
-        return {"kind": "world", "world": self.path, "world_hash": self.params.content_hash()}
+        # world_hash: of the params as rendered (with ``shadows``, not the file's own hash)
+        return {"kind": "world", "world": self.path, "world_hash": self.params.content_hash(), "shadows": self.shadows}
 
 
 EvalCell = LabCell | WorldCell

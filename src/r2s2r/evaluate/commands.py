@@ -26,6 +26,7 @@ def eval_command(
     ensemble: float | None = None,
     shaping: bool = True,
     world: Path | None = None,
+    shadows: bool = False,
     replan: int | None = None,
 ) -> None:
     """Evaluate a policy on the lab's fixed trial list; writes DIR/results.json and DIR/results.md (resumes).
@@ -57,6 +58,10 @@ def eval_command(
             --no-shaping sends them raw (the lab's safety filter still clips, and counts).
         world: A WorldParams JSON file (e.g. a calibration's world.json): run --lab's trials in this simulated
             world instead of the lab twin; results.json records the file and its content hash.
+        shadows: With --world: render that world with shadows and anti-aliasing (1024 px shadow map, 2x
+            MSAA; the photometric calibration fits the lighting on shadowed renders) instead of the file's
+            own settings (a calibration writes the lean ones it generates with). What a study's sim
+            evaluations do.
         replan: A checkpoint policy executes this many actions of each chunk before predicting again
             (default: its trained config's execute_steps; 1 <= replan <= its action horizon).
     """
@@ -74,7 +79,9 @@ def eval_command(
     from r2s2r.policy.policy import Policy
 
     output_dir(out, "an evaluation folder", "--out", create=False)  # before any trial runs
-    sim = WorldCell.load(world, "--world") if world is not None else None
+    if shadows and world is None:
+        raise ConfigError("--shadows: applies to a simulated world; give --world FILE")
+    sim = WorldCell.load(world, "--world", shadows) if world is not None else None
     plan = TrialPlan(nominal, lighting, belt_speed, novel_object, combined, trial_seed)
     config = EvalConfig(plan, seed, batch, workers, max_duration, videos, ensemble, shaping)
     pol = resolve_policy(policy)

@@ -61,7 +61,8 @@ class EvalResults:
     outcomes: tuple[TrialOutcome, ...]
     timing: dict[str, float] = field(default_factory=dict)
     # where the trials ran: None, the lab twin ``lab``; else a simulated world, recorded as
-    # {"kind": "world", "world": its file, "world_hash": WorldParams.content_hash()}
+    # {"kind": "world", "world": its file, "world_hash": WorldParams.content_hash() as rendered, "shadows":
+    # rendered with shadows (``WorldCell``)}
     cell: dict | None = None
 
     def __post_init__(self) -> None:
@@ -76,7 +77,8 @@ class EvalResults:
         """Where the trials ran, in words: ``lab 1`` or ``world FILE (hash H, lab 1's trials)``."""
         if self.cell is None:
             return f"lab {self.lab}"
-        return f"world {self.cell['world']} (hash {self.cell['world_hash']}, lab {self.lab}'s trials)"
+        shadows = ", with shadows" if self.cell["shadows"] else ""
+        return f"world {self.cell['world']} (hash {self.cell['world_hash']}{shadows}, lab {self.lab}'s trials)"
 
     # --- summaries ------------------------------------------------------------------------
     def successes(self) -> list[bool]:
@@ -166,7 +168,8 @@ class EvalResults:
 
 def _cell_record(obj: object, source: str) -> dict | None:
     """A ``cell`` record, checked: None for the lab twin (also a file written before cells were
-    recorded), else ``{"kind": "world", "world": FILE, "world_hash": HASH}``."""
+    recorded), else ``{"kind": "world", "world": FILE, "world_hash": HASH, "shadows": BOOL}`` (False in a
+    file written before sim evaluations could render shadows)."""
     if obj is None or (isinstance(obj, dict) and obj.get("kind") == "lab"):
         return None
     if not (isinstance(obj, dict) and obj.get("kind") == "world" and {"world", "world_hash"} <= set(obj)):
@@ -174,4 +177,7 @@ def _cell_record(obj: object, source: str) -> dict | None:
             f"{source}: cell: expected {{'kind': 'lab', ...}} or {{'kind': 'world', 'world': FILE, 'world_hash': H}}, "
             f"got {obj!r}"
         )
-    return {"kind": "world", "world": str(obj["world"]), "world_hash": str(obj["world_hash"])}
+    shadows = obj.get("shadows", False)
+    if not isinstance(shadows, bool):
+        raise ConfigError(f"{source}: cell: shadows expected true or false, got {shadows!r}")
+    return {"kind": "world", "world": str(obj["world"]), "world_hash": str(obj["world_hash"]), "shadows": shadows}

@@ -18,6 +18,7 @@ def study_run_command(
     steps: int | None = None,
     sim_worlds: tuple[str, ...] | None = None,
     anchors: tuple[str, ...] | None = None,
+    sim_eval_shadows: bool | None = None,
     workers: int | None = None,
     dry_run: bool = False,
 ) -> None:
@@ -43,6 +44,8 @@ def study_run_command(
         anchors: Reference policies also evaluated in the lab and in those worlds, for the agreement only
             (they widen its spread of success): random, scripted, hold; default random and scripted, none
             (give the flag no value) for none.
+        sim_eval_shadows: Render those worlds' evaluations with shadows and anti-aliasing (the profile's
+            default: yes) or lean, as generation draws them (--no-sim-eval-shadows).
         workers: Processes for demos, generation and evaluation, >= 1 (default: one per core).
         dry_run: Print the plan and its expected time, run nothing.
     """
@@ -50,7 +53,14 @@ def study_run_command(
     from r2s2r.study.run import run_study
 
     chosen = get_profile(profile).replace(
-        lab=lab, seed=seed, n_real=n_real, n_sim=n_sim, train_steps=steps, sim_worlds=sim_worlds, anchors=anchors
+        lab=lab,
+        seed=seed,
+        n_real=n_real,
+        n_sim=n_sim,
+        train_steps=steps,
+        sim_worlds=sim_worlds,
+        anchors=anchors,
+        sim_eval_shadows=sim_eval_shadows,
     )
     command = "r2s2r " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["study"] else None
     run_study(out, profile, chosen, design, workers, dry_run, command=command)

@@ -46,6 +46,10 @@ class StudyProfile:
     mix: ConditionMix = ConditionMix()
     # every policy is also evaluated on the lab's trials in these simulated worlds (sim-vs-lab agreement)
     sim_worlds: tuple[str, ...] = ("grounded", "ungrounded")
+    # ... rendered with shadows and anti-aliasing (``r2s2r eval --shadows``): the lighting was fitted on
+    # shadowed renders, and a sim evaluation stands in for the lab's cameras; False: the worlds' own lean
+    # renders (what generation draws; measured in docs/benchmarks.md, 2026-12-07)
+    sim_eval_shadows: bool = True
     # reference policies (``r2s2r.evaluate.policies``) evaluated in the lab and in each of those worlds for
     # the agreement only, never study policies: SIMPLER's statistics need policies whose success differs
     # (the study's own five span 10-26 % on lab 0); the report gives the agreement with and without them
@@ -68,6 +72,8 @@ class StudyProfile:
                 raise UnknownNameError("study sim world", w, ("grounded", "ungrounded"))
         if len(set(self.sim_worlds)) != len(self.sim_worlds):
             raise ConfigError(f"study profile: sim_worlds expected distinct worlds, got {self.sim_worlds}")
+        if not isinstance(self.sim_eval_shadows, bool):
+            raise ConfigError(f"study profile: sim_eval_shadows expected true or false, got {self.sim_eval_shadows!r}")
         for a in self.anchors:
             if a not in ANCHORS:
                 raise UnknownNameError("study anchor policy", a, ANCHORS)

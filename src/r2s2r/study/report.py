@@ -275,7 +275,7 @@ def _grounding_blocks(s: dict[str, Any]) -> list[Block]:
         Heading("Stages: time and machine"),
         Text(
             (
-                "Expected: the plan's estimate from the costs in `r2s2r.study.runner.COST_S`; measured / expected",
+                "Expected: the plan's estimate from the costs in `r2s2r.study.costs.COST_S`; measured / expected",
                 "far from 1 means the estimate (or the machine's load) is off.",
             )
         ),
@@ -316,7 +316,12 @@ def agreement_blocks(s: dict[str, Any]) -> list[Block]:
 
     intro = (
         f"Each of the {len(a['policies'])} study policies ran the lab's very trial list (same conditions, objects, "
-        "belt speeds and seeds) in the grounded and the ungrounded simulated world (`r2s2r eval --world`)."
+        "belt speeds and seeds) in the grounded and the ungrounded simulated world (`r2s2r eval --world`), "
+        + (
+            "rendered with shadows and anti-aliasing (`--shadows`: the lighting was fitted on shadowed renders)."
+            if s.get("profile", {}).get("sim_eval_shadows", False)
+            else "rendered lean, as generation draws them (no shadows, no anti-aliasing)."
+        )
     )
     blocks: list[Block] = [Heading("Can the simulator stand in for the lab?")]
     if anchors:

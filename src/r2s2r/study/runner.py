@@ -19,8 +19,9 @@ that reads it):
   how the lab draws images.
   ``results.json`` and ``results.md``.
 - ``simeval-<policy>-<gw|uw>``: the training stage's hash, the calibration's hash, the world
-  (grounded or ungrounded), and the lab evaluation's trial settings: the policy on the lab's very
-  trial list in that simulated world (``r2s2r eval --world``), for the sim-vs-lab agreement.
+  (grounded or ungrounded), whether it renders shadows, and the lab evaluation's trial settings: the
+  policy on the lab's very trial list in that simulated world (``r2s2r eval --world``), for the
+  sim-vs-lab agreement.
 - ``anchor-<random|scripted|hold>`` and ``anchor-<name>-<gw|uw>``: the profile's reference policies
   (``StudyProfile.anchors``) on the lab's trial list, in the lab and in each simulated world, with the
   lab evaluation's trial settings and the image size (the world's: the calibration's hash); they widen
@@ -47,45 +48,12 @@ from rich.console import Console
 
 import r2s2r
 from r2s2r import files
+from r2s2r.study.costs import COST_S, eval_estimate_s, observed_share
 from r2s2r.study.design import Design, PolicySpec, SimConfig
 from r2s2r.study.profiles import StudyProfile
 from r2s2r.study.stages import StageRecord, Stages, key_hash, run_side_by_side
 from r2s2r.train.presets import get_preset
 from r2s2r.train.threads import train_threads
-
-# Estimated costs on one core of the 2-core development machine, measured by the quick study of
-# docs/results (2026-12-03); only the plan's time estimate uses them.
-COST_S = {
-    "calibrate": 250.0,  # the whole calibration (one process)
-    "lab_step": 0.09,  # one 10 Hz lab control step: physics + three shadowed, anti-aliased renders
-    # an evaluation observes only the steps its policy reads (RealCell.act(observe=False) between):
-    # benchmarks/cell_speed.py --size 48, 2026-12-06: 5.0 ms a step without frames, 61.9 ms with
-    "lab_step_unobserved": 0.006,
-    # the three 48 px policy frames of one observed step: 57 ms, x 0.57 since small renders are supersampled
-    # (cell_speed.py, 2026-12-06, fourth session: 79.9 -> 45.9 ms an observed step)
-    "lab_frames": 0.033,
-    "demo_steps": 100.0,  # control steps of one teleoperated demonstration attempt
-    "sim_admitted_96px": 5.0,  # seconds per admitted simulated trajectory, its rejected attempts included
-    # one optimiser step on the two cores: cpu 0.243 s in benchmarks/train_speed.py, 0.25-0.27 s inside the
-    # quick study of 2026-12-06 (fifth session: 740-800 s per 3000 steps, real frames decoded beside it)
-    "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},
-    # a step of a training on a share of the cores beside others, against one training on all of them:
-    # benchmarks/train_lanes.py (2026-12-06, synthetic data) 0.34 s a step for each of two one-thread runs
-    # against 0.227 s for one two-thread run (1.5); the quick study (seventh session) 990 s per 3000 steps
-    # for each of two side by side against 740-800 s alone on both cores the session before (1.3)
-    "train_lane_slowdown": 1.3,
-    "trial_fill": 0.8,  # fraction of the time limit an average trial runs
-    "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
-    # one filmed lab step beyond the re-run wave's own: two 320x240 lab-twin captures and their encoding, and
-    # the length of a filmed trial (half of them successes, which end early) as a fraction of the time limit:
-    # the quick study of 2026-12-06 filmed 678-746 steps in 8 trials per policy, 150-169 s a stage (loaded)
-    "video_frame": 0.12,
-    "clip_fill": 0.45,
-    # a simulated evaluation step (SimulatedCell, benchmarks/cell_speed.py): physics, and three plain renders
-    "sim_step_unobserved": 0.004,
-    "sim_frames": 0.015,
-}
-
 
 # How the lab twin draws a policy's images: in the keys of the stages that record or act on them (demos,
 # evaluation), so a study never mixes the two. 2 (2026-12-06): small renders supersampled, not multisampled
@@ -142,20 +110,6 @@ def training_threads(policies: int, cores: int | None = None) -> list[int]:
     full, rest = divmod(policies, lanes)
     last = [max(1, cores // rest)] * rest if rest else []
     return [max(1, cores // lanes)] * (full * lanes) + last
-
-
-def _eval_estimate_s(p: StudyProfile, workers: int, observed: float, world: str = "lab") -> float:
-    """Wall seconds of an evaluation on the profile's trial list whose policy reads frames on the
-    ``observed`` fraction of steps, in the lab or (any other ``world``) a simulated world."""
-    cell = "lab" if world == "lab" else "sim"
-    step_s = COST_S[f"{cell}_step_unobserved"] + observed * COST_S[f"{cell}_frames"]
-    return p.trials.total * p.max_duration * 10 * COST_S["trial_fill"] * step_s / min(workers, p.eval_batch)
-
-
-def _observed(pc) -> float:
-    """The share of steps a chunk policy (``PolicyConfig``) reads frames on: each re-plan and, for a
-    past frame, ``past_frame`` steps before it."""
-    return (1 + (pc.past_frame % pc.execute_steps != 0)) / pc.execute_steps
 
 
 def _sim_scale(image_size: int) -> float:
@@ -265,18 +219,18 @@ def _anchor_stages(
             f"anchor-{anchor}",
             key,
             lambda d: steps.evaluate_anchor(d, anchor, p, workers, console),
-            _eval_estimate_s(p, workers, observed),
+            eval_estimate_s(p, workers, observed),
             f"evaluate the {anchor} policy (an agreement anchor) on {p.trials.total} lab trials",
         )
     }
     for world in p.sim_worlds:
         world_file = stages.dir("calibrate", cal_key) / WORLD_FILE_OF[world]
-        wkey = key | {"calibrate": key_hash(cal_key), "world": world}
+        wkey = key | {"calibrate": key_hash(cal_key), "world": world, "shadows": p.sim_eval_shadows}
         out[world] = PlannedStage(
             f"anchor-{anchor}-{world[0]}w",
             wkey,
             lambda d, wf=world_file: steps.evaluate_anchor(d, anchor, p, workers, console, wf),
-            _eval_estimate_s(p, workers, observed, world),
+            eval_estimate_s(p, workers, observed, world),
             f"evaluate the {anchor} policy on the lab's {p.trials.total} trials in the {world} sim",
         )
     return out
@@ -302,11 +256,12 @@ def _sim_eval_stage(
         "train": train.hash,
         "calibrate": key_hash(cal_key),
         "world": world,
+        "shadows": p.sim_eval_shadows,
         **{k: ev.key[k] for k in ("lab", "trials", "seed", "batch", "max_duration", "torch_threads", "version")},
     }
     world_file = stages.dir("calibrate", cal_key) / WORLD_FILE_OF[world]
     train_dir = stages.dir(train.name, train.key)
-    est = _eval_estimate_s(p, workers, _observed(steps.policy_preset(p, pol).policy), world)
+    est = eval_estimate_s(p, workers, observed_share(steps.policy_preset(p, pol).policy), world)
     short = f"{world[0]}w"
     return PlannedStage(
         f"simeval-{pol.name}-{short}",
@@ -375,7 +330,7 @@ def _policy_stages(
         "lab_images": LAB_IMAGES,
     }
     train_dir = stages.dir(train_name, train_key)
-    est = _eval_estimate_s(p, workers, _observed(preset.policy))
+    est = eval_estimate_s(p, workers, observed_share(preset.policy))
     ev = PlannedStage(
         f"eval-{pol.name}",
         eval_key,
@@ -486,7 +441,6 @@ def read_json(path: Path) -> Any:
 
 
 __all__ = [
-    "COST_S",
     "PlannedStage",
     "SimConfig",
     "StudyPlan",

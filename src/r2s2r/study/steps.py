@@ -181,8 +181,8 @@ def _evaluate(
 
     config = eval_config(p, workers)
     wins = [0, 0]
-    world = WorldCell.load(world_file, None) if world_file is not None else None
-    where = f" in sim ({world_file.name})" if world_file is not None else ""
+    world = WorldCell.load(world_file, None, p.sim_eval_shadows) if world_file is not None else None
+    where = f" in sim ({world_file.name}{', shadows' if p.sim_eval_shadows else ''})" if world_file else ""
     with count_progress(f"trials {name}{where}", console) as bar:
         task = bar.add_task("trials", total=p.trials.total, status="")
 

@@ -6,6 +6,7 @@ from r2s2r.world.engine import CellEngine, ControlConfig, home_command
 from r2s2r.world.judge import FAILURES, Verdict
 from r2s2r.world.objects import CATALOG, KNOWN_OBJECTS, NOVEL_OBJECTS, CatalogObject
 from r2s2r.world.params import (
+    SHADOWED_RENDER,
     ArmParams,
     BinParams,
     CameraParams,
@@ -27,6 +28,7 @@ __all__ = [
     "KNOWN_OBJECTS",
     "NOVEL_OBJECTS",
     "POLICY_CAMERAS",
+    "SHADOWED_RENDER",
     "ArmParams",
     "BinParams",
     "CameraParams",

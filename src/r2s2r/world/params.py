@@ -216,6 +216,13 @@ class RenderParams:
         )
 
 
+# Shadows and anti-aliasing: how the photometric calibration renders the scenes it fits the lighting to
+# (``PhotometricConfig.fit_render``: the lighting is identified on shadowed renders), with MSAA. The
+# simulator's own default (``RenderParams()``) renders lean, for generation speed; a simulated
+# *evaluation*, which stands in for the lab's cameras, may render with this (``r2s2r eval --shadows``).
+SHADOWED_RENDER = RenderParams(shadowsize=1024, offsamples=2)
+
+
 @dataclass(frozen=True)
 class VisualRandomization:
     """Per-episode appearance randomisation of a simulated world around its own (calibrated) values.
