@@ -26,8 +26,10 @@ from r2s2r.lab.twin import LabTwin, _hidden_params
 from r2s2r.world.cell import CellConfig, SimCell
 from r2s2r.world.conditions import sample_condition
 from r2s2r.world.engine import CellEngine, home_command
-from r2s2r.world.params import WorldParams
+from r2s2r.world.params import SHADOWED_RENDER, WorldParams
 from r2s2r.world.rendering import CellRenderer, block_mean
+
+SHADOWED_ROW = "SimCell.step, with shadows (a study's sim evaluation)"
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -153,6 +155,7 @@ def main() -> None:
         t.add_column(col)
     rows = (
         ("SimCell.step", sim, None, True, False),
+        (SHADOWED_ROW, sim.replace(render=SHADOWED_RENDER), None, True, False),
         ("LabTwin.act, as before (MSAA, 1024 px shadows)", lab, args.lab, True, True),
         ("LabTwin.act", lab, args.lab, True, False),
         ("LabTwin.act(observe=False)", lab, args.lab, False, False),
@@ -173,6 +176,10 @@ def main() -> None:
     console.print(
         f"observed lab step at {args.size} px: {now * 1000:.1f} ms = {now / before:.2f} x before "
         f"({before * 1000:.1f} ms)"
+    )
+    lean, shadowed = cost["SimCell.step"], cost[SHADOWED_ROW]  # what a sim evaluation's renders cost
+    console.print(
+        f"observed sim step with shadows: {shadowed / lean:.2f} x a lean one, {shadowed / now:.2f} x the lab's"
     )
     # An evaluation of the cpu preset (re-plan every 8 steps, a past frame 5 steps back) observes 2
     # steps of 8: its mean lab step, against observing every step (what evaluation did before).
