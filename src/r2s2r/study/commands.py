@@ -44,8 +44,8 @@ def study_run_command(
         anchors: Reference policies also evaluated in the lab and in those worlds, for the agreement only
             (they widen its spread of success): random, scripted, hold; default random and scripted, none
             (give the flag no value) for none.
-        sim_eval_shadows: Render those worlds' evaluations with shadows and anti-aliasing (the profile's
-            default: yes) or lean, as generation draws them (--no-sim-eval-shadows).
+        sim_eval_shadows: Render those worlds' evaluations with shadows and anti-aliasing (True, the
+            profiles' default) or lean, as generation draws them (False).
         workers: Processes for demos, generation and evaluation, >= 1 (default: one per core).
         dry_run: Print the plan and its expected time, run nothing.
     """
