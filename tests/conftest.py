@@ -21,15 +21,31 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
 
 
-@pytest.fixture(scope="session", params=(0, 3), ids=lambda s: f"lab{s}")
-def lab_calibration(request):
-    """The whole world grounding of one lab seed (about 3 minutes), shared by the calibration tests:
-    (the lab after calibrating, the ``Calibration``)."""
+@pytest.fixture(scope="session")
+def calibrations():
+    """``calibration(lab, seed)``: the whole world grounding of a fresh ``LabTwin(lab)`` with
+    ``CalibrationConfig(seed=seed)`` (about 3 minutes), computed once a session: (the lab after
+    calibrating, the ``Calibration``). Shared by the calibration tests and the smoke study (lab 0, seed 0:
+    the very call its calibrate stage makes)."""
     from r2s2r.calibrate.run import CalibrationConfig, calibrate_lab
     from r2s2r.lab.twin import LabTwin
 
-    lab = LabTwin(request.param)
-    return lab, calibrate_lab(lab, CalibrationConfig(seed=request.param))
+    done = {}
+
+    def calibration(lab_seed: int, seed: int):
+        if (lab_seed, seed) not in done:
+            lab = LabTwin(lab_seed)
+            done[lab_seed, seed] = lab, calibrate_lab(lab, CalibrationConfig(seed=seed))
+        return done[lab_seed, seed]
+
+    return calibration
+
+
+@pytest.fixture(scope="session", params=(0, 3), ids=lambda s: f"lab{s}")
+def lab_calibration(request, calibrations):
+    """The whole world grounding of one lab seed, shared by the calibration tests: (the lab after
+    calibrating, the ``Calibration``)."""
+    return calibrations(request.param, request.param)
 
 
 @pytest.fixture(scope="module")
@@ -77,13 +93,32 @@ def real_demos(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def smoke(tmp_path_factory):
-    """The smoke-profile study, uninterrupted, with ``SMOKE_WORKERS`` workers (4-7 minutes on two cores),
-    shared by the study tests and the chaos test: (its folder, its results)."""
+def smoke(tmp_path_factory, calibrations):
+    """The smoke-profile study, uninterrupted, with ``SMOKE_WORKERS`` workers (2-4 minutes on two cores
+    after its calibration), shared by the study tests and the chaos test: (its folder, its results).
+
+    Its calibrate stage takes the session's calibration of the same lab and seed instead of computing it
+    a second time: ``calibrate_lab`` is pure given a fresh lab and its config, so the stage writes the
+    same bytes; any other call (another lab, config or callback use) is refused, not served."""
     from rich.console import Console
 
-    from r2s2r.study import run_study
+    from r2s2r.calibrate.run import CalibrationConfig
+    from r2s2r.study import PROFILES, run_study
+
+    profile = PROFILES["smoke"]
+    want = CalibrationConfig(seed=profile.seed)
+    _, cal = calibrations(profile.lab, profile.seed)
+
+    def session_calibration(got_lab, config, on_stage=None):
+        assert repr(got_lab) == cal.lab and config == want, (got_lab, config)
+        for name, seconds in cal.seconds.items():
+            if on_stage is not None:
+                on_stage(name, "start", 0.0)
+                on_stage(name, "done", seconds)
+        return cal
 
     out = tmp_path_factory.mktemp("study")
-    results = run_study(out, "smoke", workers=SMOKE_WORKERS, console=Console(stderr=True, quiet=True))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("r2s2r.calibrate.run.calibrate_lab", session_calibration)
+        results = run_study(out, "smoke", workers=SMOKE_WORKERS, console=Console(stderr=True, quiet=True))
     return out, results

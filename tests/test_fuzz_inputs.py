@@ -363,6 +363,10 @@ CASES = {
     "study-n-real": (lambda fx: study_argv(fx, "--n-real", "0"), ["n_real", "expected >= 1"]),
     "study-design": (lambda fx: study_argv(fx, "--design", "full"), ["design 'full'", "expected one of"]),
     "study-anchor": (lambda fx: study_argv(fx, "--anchors", "scriptd"), ["anchor policy 'scriptd'", "'scripted'"]),
+    "study-anchor-steps": (
+        lambda fx: study_argv(fx, "--anchor-steps", "10", "5"),
+        ["anchor_steps", "increasing training steps", "(10, 5)"],
+    ),
     "world-ungrounded-seed": (
         lambda fx: ["world", "ungrounded", "--seed", "-1", "--out", str(fx.tmp / "u.json")],
         ["seed", "expected a non-negative integer"],

@@ -37,8 +37,9 @@ def test_smoke_study_writes_every_artifact(smoke):
     stage_dirs = sorted((out / "stages").iterdir())
     # per policy: train, eval, an evaluation in each of the two simulated worlds, videos; per anchor
     # policy: its evaluation in the lab and in each world
-    anchors = PROFILES["smoke"].anchors
-    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 5 * 5 + 3 * len(anchors) and anchors
+    anchors, early = PROFILES["smoke"].anchors, PROFILES["smoke"].anchor_steps  # early: a training and 3 evaluations
+    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 5 * 5 + 3 * len(anchors) + 4 * len(early)
+    assert anchors and early
     for d in stage_dirs:
         assert (d / "stage.json").is_file(), d
     cal = next(d for d in stage_dirs if d.name.startswith("calibrate-"))
@@ -125,7 +126,7 @@ def test_smoke_study_evaluates_every_policy_in_both_worlds_on_the_lab_trials(smo
 def test_smoke_study_adds_the_anchor_policies_to_the_agreement_on_the_same_trials(smoke):
     out, results = smoke
     a, anchored = results["agreement"], results["agreement_anchored"]
-    anchors = list(PROFILES["smoke"].anchors)
+    anchors = [*PROFILES["smoke"].anchors, *(f"real-only@{k}" for k in PROFILES["smoke"].anchor_steps)]
     assert anchored["policies"] == a["policies"] + anchors  # the study's policies first, in their order
     stages = out / "stages"
     lab = [EvalResults.load(results["policies"][n]["eval_dir"]) for n in a["policies"]]
@@ -162,8 +163,8 @@ def test_rerun_is_cached_and_a_changed_setting_reruns_only_its_dependents(smoke)
     changed = dataclasses.replace(PROFILES["smoke"], train_steps=PROFILES["smoke"].steps + 1)
     rows = stage_table(plan_study(changed, get_design("grounding"), out / "stages", 2, QUIET), out / "stages")
     to_run = {r["stage"].split("-")[0] for r in rows if not r["cached"]}
-    assert to_run == {"train", "eval", "simeval", "videos"}
-    assert all(r["cached"] for r in rows if r["stage"].startswith(("sim-", "demos")))
+    assert to_run == {"train", "eval", "simeval", "videos", "anchor"}  # anchor: the baseline stopped early
+    assert all(r["cached"] for r in rows if r["stage"].startswith(("sim-", "demos", "anchor-random", "anchor-scr")))
     # another lab: everything reruns
     other = dataclasses.replace(PROFILES["smoke"], lab=1)
     rows = stage_table(plan_study(other, get_design("grounding"), out / "stages", 2, QUIET), out / "stages")
@@ -272,7 +273,8 @@ def test_rendering_the_sim_evaluations_with_shadows_reruns_them_and_nothing_else
     assert keys[0].keys() == keys[1].keys()
     changed = {n for n in keys[0] if keys[0][n] != keys[1][n]}
     in_sim = {n for n in keys[0] if n.startswith("simeval-") or (n.startswith("anchor-") and n[-3:] in ("-gw", "-uw"))}
-    assert changed == in_sim and len(in_sim) == 5 * 2 + 2 * 2
+    anchors = len(PROFILES["smoke"].anchors) + len(PROFILES["smoke"].anchor_steps)  # reference, early stops
+    assert changed == in_sim and len(in_sim) == 5 * 2 + anchors * 2
     assert all(plans[0].stage(n).key["shadows"] is True for n in in_sim)
     # rendered like the lab's cameras, a sim evaluation is expected to cost what a lab one does per frame
     assert plans[0].stage("simeval-real-only-gw").estimate_s > plans[1].stage("simeval-real-only-gw").estimate_s
@@ -283,7 +285,7 @@ def test_rendering_the_sim_evaluations_with_shadows_reruns_them_and_nothing_else
 def test_anchor_policies_are_evaluated_in_the_lab_and_each_world_independently_of_training(tmp_path):
     design = get_design("grounding")
     for worlds, anchors in (((), ("random",)), (("grounded",), ("random", "scripted")), (("grounded",), ())):
-        profile = dataclasses.replace(PROFILES["smoke"], sim_worlds=worlds, anchors=anchors)
+        profile = dataclasses.replace(PROFILES["smoke"], sim_worlds=worlds, anchors=anchors, anchor_steps=())
         plan = plan_study(profile, design, tmp_path, 2, QUIET)
         names = [s.name for s in plan.stages if s.name.startswith("anchor-")]
         # anchors serve the agreement only: none without a simulated world
@@ -296,7 +298,7 @@ def test_anchor_policies_are_evaluated_in_the_lab_and_each_world_independently_o
             assert all(s.key["world"] == w for s, w in zip(sims, worlds, strict=True))
             assert not any("train" in s.key for s in (lab, *sims))
     # more training steps leave the anchors' keys as they were
-    base = dataclasses.replace(PROFILES["smoke"], sim_worlds=("grounded",))
+    base = dataclasses.replace(PROFILES["smoke"], sim_worlds=("grounded",), anchor_steps=())
     longer = dataclasses.replace(base, train_steps=base.steps + 1)
     keys = [
         {s.name: s.hash for s in plan_study(p, design, tmp_path, 2, QUIET).stages if s.name.startswith("anchor-")}
@@ -307,3 +309,45 @@ def test_anchor_policies_are_evaluated_in_the_lab_and_each_world_independently_o
         dataclasses.replace(PROFILES["smoke"], anchors=("scriptd",))
     with pytest.raises(ConfigError, match="distinct"):
         dataclasses.replace(PROFILES["smoke"], anchors=("random", "random"))
+
+
+def test_the_baseline_stopped_early_is_its_own_training_run_ended_at_each_step(tmp_path):
+    design = get_design("grounding")
+    plain = dataclasses.replace(PROFILES["smoke"], anchor_steps=())
+    early = dataclasses.replace(plain, anchor_steps=(5, 10))
+    before, plan = (plan_study(p, design, tmp_path, 2, QUIET) for p in (plain, early))
+    # nothing else changes: every stage of the plain plan is in the new one with its key
+    assert {s.name: s.hash for s in before.stages}.items() <= {s.name: s.hash for s in plan.stages}.items()
+    base = plan.stage(plan.policies["real-only"][0])
+    for k in (5, 10):
+        train = plan.stage(f"train-real-only@{k}")
+        assert train.key == base.key | {"stop_at": k} and train.cores == base.cores  # same run, same threads
+        where = plan.anchors[f"real-only@{k}"]
+        assert set(where) == {"lab", "grounded", "ungrounded"}
+        lab_eval = plan.stage(plan.policies["real-only"][1])
+        assert plan.stage(where["lab"]).key == lab_eval.key | {"train": train.hash}  # evaluated like the baseline
+        assert all(plan.stage(where[w]).key["train"] == train.hash for w in ("grounded", "ungrounded"))
+    names = [s.name for s in plan.stages]
+    assert names.index("train-real-only@10") < min(names.index(s) for s in plan.anchors["real-only@5"].values())
+    assert len(names) == len(before.stages) + 2 * 4
+    # no simulated world: no anchors, so no early stops trained
+    none = plan_study(dataclasses.replace(early, sim_worlds=()), design, tmp_path, 2, QUIET)
+    assert not any("@" in s.name for s in none.stages)
+    for bad in ((0,), (plain.steps,), (10, 5), (5, 5), (True,), (2.5,)):
+        with pytest.raises(ConfigError, match="anchor_steps"):
+            dataclasses.replace(plain, anchor_steps=bad)
+
+
+@pytest.mark.slow
+def test_the_smoke_studys_early_stopped_baseline_retraces_its_run(smoke):
+    out, results = smoke
+    [k] = PROFILES["smoke"].anchor_steps
+    stages = out / "stages"
+    full = json.loads(next(stages.glob("train-real-only-[0-9a-f]*")).joinpath("history.json").read_text())
+    early = json.loads(next(stages.glob(f"train-real-only@{k}-*")).joinpath("history.json").read_text())
+    assert early[-1]["step"] == k and [h["step"] for h in early] == [h["step"] for h in full if h["step"] <= k]
+    for e, f in zip(early, full, strict=False):  # the same losses, learning rates and gradients, step by step
+        assert (e["loss"], e["lr"], e["grad_norm"]) == (f["loss"], f["lr"], f["grad_norm"])
+    run = next(stages.glob(f"train-real-only@{k}-*")) / "run"
+    assert (run / "latest").read_text().strip() == f"step_{k:08d}"
+    assert f"real-only@{k}" in results["agreement_anchored"]["policies"]

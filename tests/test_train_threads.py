@@ -51,15 +51,18 @@ def test_the_study_retrains_when_the_thread_count_changes(tmp_path, monkeypatch)
         monkeypatch.setattr(runner, "train_threads", lambda: cores)
         return runner.plan_study(get_profile("smoke"), get_design("grounding"), tmp_path, 1, Console(quiet=True))
 
-    two, many = plan(2), plan(16)  # five policies: one thread each but the fifth (two); or three each
-    assert (two.cores, many.cores) == (2, 16)
+    # five policies: one thread each but the fifth (two), or three each; the sixth training, the baseline
+    # stopped early (an agreement anchor), on the baseline's threads: its run up to that step
+    two, many = plan(2), plan(16)
+    assert (two.cores, many.cores) == (2, 16) and get_profile("smoke").anchor_steps == (10,)
     two, many = ({s.name: s for s in p.stages} for p in (two, many))
     trains = [n for n in two if n.startswith("train-")]
-    assert [two[n].key["torch_threads"] for n in trains] == [1, 1, 1, 1, 2]
-    assert [many[n].key["torch_threads"] for n in trains] == [3] * 5
-    assert [two[n].cores for n in trains] == [1, 1, 1, 1, 2] and all(many[n].side_by_side for n in trains)
+    assert trains[-1] == "train-real-only@10"
+    assert [two[n].key["torch_threads"] for n in trains] == [1, 1, 1, 1, 2, 1]
+    assert [many[n].key["torch_threads"] for n in trains] == [3] * 6
+    assert [two[n].cores for n in trains] == [1, 1, 1, 1, 2, 1] and all(many[n].side_by_side for n in trains)
     for name in two:  # the training stages and everything downstream of them change; the data stages do not
-        downstream = name.split("-", 1)[0] in ("train", "eval", "simeval", "videos")
+        downstream = name.split("-", 1)[0] in ("train", "eval", "simeval", "videos") or "@" in name
         assert (two[name].hash != many[name].hash) == downstream, name
     single = {s.name: s for s in plan(1).stages}
     assert not any(single[n].side_by_side for n in trains)  # one core: trained in the study's process
@@ -73,7 +76,8 @@ def test_the_plan_trains_every_policy_before_any_evaluation(tmp_path, monkeypatc
     from r2s2r.study.profiles import get_profile
 
     monkeypatch.setattr(runner, "train_threads", lambda: 2)
-    study = runner.plan_study(get_profile("smoke"), get_design("grounding"), tmp_path, 2, Console(quiet=True))
+    profile = get_profile("smoke").replace(anchor_steps=())  # the design's five trainings only
+    study = runner.plan_study(profile, get_design("grounding"), tmp_path, 2, Console(quiet=True))
     kinds = [s.name.split("-", 1)[0] for s in study.stages]
     last_train = max(i for i, k in enumerate(kinds) if k == "train")
     first_use = min(i for i, k in enumerate(kinds) if k in ("eval", "simeval", "videos"))

@@ -18,6 +18,7 @@ def study_run_command(
     steps: int | None = None,
     sim_worlds: tuple[str, ...] | None = None,
     anchors: tuple[str, ...] | None = None,
+    anchor_steps: tuple[int, ...] | None = None,
     sim_eval_shadows: bool | None = None,
     workers: int | None = None,
     dry_run: bool = False,
@@ -44,6 +45,9 @@ def study_run_command(
         anchors: Reference policies also evaluated in the lab and in those worlds, for the agreement only
             (they widen its spread of success): random, scripted, hold; default random and scripted, none
             (give the flag no value) for none.
+        anchor_steps: Training steps at which the design's baseline is also stopped and evaluated like
+            the anchors (its run's state there), increasing, below the training's steps; default the
+            profile's (quick: 500 1000), none (give the flag no value) for none.
         sim_eval_shadows: Render those worlds' evaluations with shadows and anti-aliasing (True, the
             profiles' default) or lean, as generation draws them (False).
         workers: Processes for demos, generation and evaluation, >= 1 (default: one per core).
@@ -60,6 +64,7 @@ def study_run_command(
         train_steps=steps,
         sim_worlds=sim_worlds,
         anchors=anchors,
+        anchor_steps=anchor_steps,
         sim_eval_shadows=sim_eval_shadows,
     )
     command = "r2s2r " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["study"] else None

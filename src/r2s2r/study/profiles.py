@@ -54,6 +54,9 @@ class StudyProfile:
     # the agreement only, never study policies: SIMPLER's statistics need policies whose success differs
     # (the study's own five span 10-26 % on lab 0); the report gives the agreement with and without them
     anchors: tuple[str, ...] = ("random", "scripted")
+    # ... and the design's baseline stopped at these training steps (its run's state there, best held-out
+    # checkpoint up to it): policies of the study's own kind at lower skill, also for the agreement only
+    anchor_steps: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("n_real", "n_sim"):
@@ -80,6 +83,12 @@ class StudyProfile:
         if len(set(self.anchors)) != len(self.anchors):
             raise ConfigError(f"study profile: anchors expected distinct policies, got {self.anchors}")
         get_preset(self.preset)  # a bad name fails here, with a hint
+        k = self.anchor_steps
+        steps_ok = all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s < self.steps for s in k)
+        if not steps_ok or list(k) != sorted(set(k)):
+            raise ConfigError(
+                f"study profile: anchor_steps expected increasing training steps in [1, {self.steps - 1}], got {k!r}"
+            )
 
     @property
     def image_size(self) -> int:
@@ -105,6 +114,8 @@ PROFILES: dict[str, StudyProfile] = {
         trials=TrialPlan(nominal=1, lighting=1, belt_speed=1, novel_object=1, combined=1),
         max_duration=4.0,
         eval_batch=5,
+        anchors=("random",),  # one reference anchor and one early stop: each kind once, 3 evaluations each
+        anchor_steps=(10,),
     ),
     "quick": StudyProfile(
         "the 50-trial protocol on a 2-core CPU in about 2 hours: 100 real demos collected with DART "
@@ -114,6 +125,7 @@ PROFILES: dict[str, StudyProfile] = {
         n_sim=200,
         preset="cpu",
         train_steps=3000,  # 11-13/24 nominal on lab 0 in the ladder (12-14 at 4000, 25 % more training)
+        anchor_steps=(500, 1000),  # a sixth and a third of the training: between random (0 %) and the study's own
     ),
     "paper": StudyProfile(
         "the study's sizes: 100 real demos, 1,500 sim trajectories per configuration, 96 px, the gpu "

@@ -326,8 +326,9 @@ def agreement_blocks(s: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [Heading("Can the simulator stand in for the lab?")]
     if anchors:
         intro += (
-            f" So did the reference policies {', '.join(f'`{p}`' for p in anchors)} (anchors, not study policies; "
-            "`StudyProfile.anchors`): they give the ranking the spread of success SIMPLER's statistics need. "
+            f" So did the anchor policies {', '.join(f'`{p}`' for p in anchors)} (not study policies: reference "
+            "policies, `StudyProfile.anchors`, and the baseline stopped early in its own training, `name@step`, "
+            "`StudyProfile.anchor_steps`): they give the ranking the spread of success SIMPLER's statistics need. "
             "The agreement is given over the study's policies alone, then with the anchors."
         )
         blocks += [Text((intro,)), table(*success_rows(anchored))]

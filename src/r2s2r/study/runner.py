@@ -26,6 +26,9 @@ that reads it):
   (``StudyProfile.anchors``) on the lab's trial list, in the lab and in each simulated world, with the
   lab evaluation's trial settings and the image size (the world's: the calibration's hash); they widen
   the spread of success the sim-vs-lab agreement is measured on.
+- ``train-<baseline>@<k>``, ``anchor-<baseline>@<k>`` and ``anchor-<baseline>@<k>-<gw|uw>``: the design's
+  baseline stopped at training step k (``StudyProfile.anchor_steps``): its training's key and the step;
+  evaluated like a study policy, for the agreement only (``r2s2r.study.policy_stages``).
 - ``videos-<policy>``: the evaluation stage's hash, the rule choosing the trials, the video format.
   The trials the report shows (a success and a failure per condition kind, where there are any),
   re-run with their waves and filmed: ``videos/``, ``clips.json``.
@@ -36,10 +39,7 @@ Every key also holds the r2s2r version. The report is rebuilt from the stage out
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,37 +48,23 @@ from rich.console import Console
 
 import r2s2r
 from r2s2r import files
-from r2s2r.study.costs import COST_S, eval_estimate_s, observed_share
-from r2s2r.study.design import Design, PolicySpec, SimConfig
+from r2s2r.study.costs import COST_S
+from r2s2r.study.design import Design, SimConfig
+from r2s2r.study.policy_stages import (
+    LAB_IMAGES,
+    PlannedStage,
+    early_anchor_stages,
+    early_name,
+    film_stage,
+    lab_eval_stage,
+    reference_anchor_stages,
+    sim_eval_stage,
+    train_stage,
+)
 from r2s2r.study.profiles import StudyProfile
 from r2s2r.study.stages import StageRecord, Stages, key_hash, run_side_by_side
 from r2s2r.train.presets import get_preset
 from r2s2r.train.threads import train_threads
-
-# How the lab twin draws a policy's images: in the keys of the stages that record or act on them (demos,
-# evaluation), so a study never mixes the two. 2 (2026-12-06): small renders supersampled, not multisampled
-# (r2s2r.world.rendering.render_quality).
-LAB_IMAGES = 2
-
-
-@dataclass(frozen=True)
-class PlannedStage:
-    name: str
-    key: dict[str, Any]
-    run: Callable[[Path], dict[str, Any]]
-    estimate_s: float  # wall seconds on this machine's class, with the run's workers
-    what: str
-    # None: runs alone in the study's process; else it runs beside the side-by-side stages next to it
-    # in the plan, in its own process (``run`` then pickles), occupying this many cores
-    cores: int | None = None
-
-    @property
-    def side_by_side(self) -> bool:
-        return self.cores is not None
-
-    @property
-    def hash(self) -> str:
-        return key_hash(self.key)
 
 
 @dataclass(frozen=True)
@@ -172,193 +158,37 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
     videos: dict[str, str] = {}
     sim_evals: dict[str, dict[str, str]] = {}
     cores = train_threads()
-    threads = training_threads(len(design.policies), cores)
+    threads = dict(zip(design.policies, training_threads(len(design.policies), cores), strict=True))
+    side = cores > 1 and len(design.policies) + (len(p.anchor_steps) if p.sim_worlds else 0) > 1
     trains, after = [], []  # every training first (side by side), then each policy's evaluations
-    for pol, th in zip(design.policies, threads, strict=True):
-        side = cores > 1 and len(design.policies) > 1
-        train, ev, film = _policy_stages(pol, p, by_name, train_data, sims, stages, workers, th, side, console)
-        in_sim = [_sim_eval_stage(pol, p, train, ev, w, cal_key, stages, workers, console) for w in p.sim_worlds]
-        trains.append(train)
+
+    def train(pol, stop_at=None) -> PlannedStage:
+        real, sim_stages = by_name[train_data[pol.n_real or p.n_real]], [by_name[sims[c.name]] for c in pol.sims]
+        stage = train_stage(pol, p, real, sim_stages, stages, threads[pol], cores, side, console, stop_at)
+        trains.append(stage)
+        return stage
+
+    for pol in design.policies:
+        tr = train(pol)
+        ev = lab_eval_stage(pol.name, pol, p, tr, stages, workers, console)
+        film = film_stage(pol, p, tr, ev, stages, workers, console)
+        in_sim = [sim_eval_stage(pol.name, pol, p, tr, ev, w, cal_key, stages, workers, console) for w in p.sim_worlds]
         after += [ev, *in_sim, film]
-        by_name.update({s.name: s for s in (train, ev, film)})
-        policies[pol.name] = (train.name, ev.name)
+        policies[pol.name] = (tr.name, ev.name)
         videos[pol.name] = film.name
         sim_evals[pol.name] = {w: s.name for w, s in zip(p.sim_worlds, in_sim, strict=True)}
-    anchors = {a: _anchor_stages(a, p, cal_key, stages, workers, console) for a in p.anchors if p.sim_worlds}
+    anchors: dict[str, dict[str, PlannedStage]] = {}
+    if p.sim_worlds:  # anchors serve the sim-vs-lab agreement only
+        anchors = {a: reference_anchor_stages(a, p, cal_key, stages, workers, console) for a in p.anchors}
+        base = design.policy(design.baseline)
+        for k in p.anchor_steps:  # the baseline stopped early: trained beside the others
+            early = early_anchor_stages(base, train(base, k), p, cal_key, stages, workers, console)
+            anchors[early_name(base, k)] = early
     after += [s for by_place in anchors.values() for s in by_place.values()]
     anchor_names = {a: {w: s.name for w, s in by_place.items()} for a, by_place in anchors.items()}
     return StudyPlan(
         tuple(out + trains + after), "calibrate", demos, sims, policies, videos, sim_evals, anchor_names, cores
     )
-
-
-def _anchor_stages(
-    anchor: str, p: StudyProfile, cal_key: dict[str, Any], stages: Stages, workers: int, console: Console
-) -> dict[str, PlannedStage]:
-    """The evaluations of the reference policy ``anchor`` on the lab's trial list: in the lab ("lab")
-    and in each of the profile's simulated worlds; they depend on no training."""
-    from r2s2r.generate.commands import WORLD_FILE_OF
-    from r2s2r.study import steps
-
-    key = {
-        "stage": "anchor",
-        "policy": anchor,
-        "lab": p.lab,
-        "trials": dataclasses.asdict(p.trials),
-        "seed": p.seed,
-        "batch": p.eval_batch,
-        "max_duration": p.max_duration,
-        "image_size": p.image_size,
-        "version": r2s2r.__version__,
-        "lab_images": LAB_IMAGES,
-    }
-    # a random policy reads its frames at each re-plan (1 of 8 steps); the scripted operator reads none
-    observed = 1 / 8 if anchor == "random" else 0.0
-    out = {
-        "lab": PlannedStage(
-            f"anchor-{anchor}",
-            key,
-            lambda d: steps.evaluate_anchor(d, anchor, p, workers, console),
-            eval_estimate_s(p, workers, observed),
-            f"evaluate the {anchor} policy (an agreement anchor) on {p.trials.total} lab trials",
-        )
-    }
-    for world in p.sim_worlds:
-        world_file = stages.dir("calibrate", cal_key) / WORLD_FILE_OF[world]
-        wkey = key | {"calibrate": key_hash(cal_key), "world": world, "shadows": p.sim_eval_shadows}
-        out[world] = PlannedStage(
-            f"anchor-{anchor}-{world[0]}w",
-            wkey,
-            lambda d, wf=world_file: steps.evaluate_anchor(d, anchor, p, workers, console, wf),
-            eval_estimate_s(p, workers, observed, world),
-            f"evaluate the {anchor} policy on the lab's {p.trials.total} trials in the {world} sim",
-        )
-    return out
-
-
-def _sim_eval_stage(
-    pol: PolicySpec,
-    p: StudyProfile,
-    train: PlannedStage,
-    ev: PlannedStage,
-    world: str,
-    cal_key: dict[str, Any],
-    stages: Stages,
-    workers: int,
-    console: Console,
-) -> PlannedStage:
-    """The evaluation of ``pol`` on the lab's trial list in the ``world`` (grounded or ungrounded) sim."""
-    from r2s2r.generate.commands import WORLD_FILE_OF
-    from r2s2r.study import steps
-
-    key = {
-        "stage": "simeval",
-        "train": train.hash,
-        "calibrate": key_hash(cal_key),
-        "world": world,
-        "shadows": p.sim_eval_shadows,
-        **{k: ev.key[k] for k in ("lab", "trials", "seed", "batch", "max_duration", "torch_threads", "version")},
-    }
-    world_file = stages.dir("calibrate", cal_key) / WORLD_FILE_OF[world]
-    train_dir = stages.dir(train.name, train.key)
-    est = eval_estimate_s(p, workers, observed_share(steps.policy_preset(p, pol).policy), world)
-    short = f"{world[0]}w"
-    return PlannedStage(
-        f"simeval-{pol.name}-{short}",
-        key,
-        lambda d: steps.evaluate_policy(d, pol, p, train_dir, workers, console, world_file),
-        est,
-        f"evaluate {pol.name} on the lab's {p.trials.total} trials in the {world} sim",
-    )
-
-
-def _policy_stages(
-    pol: PolicySpec,
-    p: StudyProfile,
-    by_name: dict[str, PlannedStage],
-    demos: dict[int, str],
-    sims: dict[str, str],
-    stages: Stages,
-    workers: int,
-    threads: int,
-    side: bool,
-    console: Console,
-) -> tuple[PlannedStage, PlannedStage, PlannedStage]:
-    """The training (on ``threads`` torch threads; ``side``: beside the others), evaluation and filming
-    stages of ``pol``."""
-    from r2s2r.study import steps
-    from r2s2r.study.clips import CLIP_RULE
-    from r2s2r.video import PREVIEW, TILE_SIZE, VIDEO_CAMERAS
-
-    real = by_name[demos[pol.n_real or p.n_real]]
-    sim_stages = [by_name[sims[c.name]] for c in pol.sims]
-    preset = steps.policy_preset(p, pol)
-    train_key = {
-        "stage": "train",
-        "real": real.hash,
-        "sims": [s.hash for s in sim_stages],
-        "preset": p.preset,
-        "policy": dataclasses.asdict(preset.policy),
-        "train": dataclasses.asdict(preset.train),
-        "torch_threads": threads,  # CPU training is reproducible for a given thread count only
-        "version": r2s2r.__version__,
-    }
-    real_dir = stages.dir(real.name, real.key)
-    sim_dirs = [stages.dir(s.name, s.key) for s in sim_stages]
-    train_name = f"train-{pol.name}"
-    # beside others: in its own process, progress as plain lines (two bars cannot share a terminal)
-    run = functools.partial(
-        steps.train_policy, pol=pol, preset=preset, real_dir=real_dir, sim_dirs=sim_dirs, threads=threads,
-        console=None if side else console,
-    )  # fmt: skip
-    shared = threads < train_threads()  # on a share of the cores, beside other trainings
-    step_s = COST_S["train_step"].get(p.preset, 1.0) * (COST_S["train_lane_slowdown"] if shared else 1.0)
-    what = f"train {pol.name} ({preset.train.steps} steps, {threads} thread{'s' if threads > 1 else ''})"
-    train = PlannedStage(train_name, train_key, run, p.steps * step_s, what, threads if side else None)
-    from r2s2r.evaluate.runner import EVAL_TORCH_THREADS
-
-    eval_key = {
-        "stage": "eval",
-        "train": key_hash(train_key),
-        "lab": p.lab,
-        "trials": dataclasses.asdict(p.trials),
-        "seed": p.seed,
-        "batch": p.eval_batch,
-        "max_duration": p.max_duration,
-        "torch_threads": EVAL_TORCH_THREADS,  # the policy's sampled chunks depend on it
-        "version": r2s2r.__version__,
-        "lab_images": LAB_IMAGES,
-    }
-    train_dir = stages.dir(train_name, train_key)
-    est = eval_estimate_s(p, workers, observed_share(preset.policy))
-    ev = PlannedStage(
-        f"eval-{pol.name}",
-        eval_key,
-        lambda d: steps.evaluate_policy(d, pol, p, train_dir, workers, console),
-        est,
-        f"evaluate {pol.name} on {p.trials.total} lab trials",
-    )
-    videos_key = {
-        "stage": "videos",
-        "eval": ev.hash,
-        "rule": CLIP_RULE,
-        "video": {"cameras": list(VIDEO_CAMERAS), "tile": list(TILE_SIZE), "crf": PREVIEW.crf},
-        "version": r2s2r.__version__,
-    }
-    eval_dir = stages.dir(ev.name, eval_key)
-    kinds = sum(1 for n in p.trials.counts.values() if n)
-    waves = math.ceil(p.trials.total / p.eval_batch)
-    # the waves holding the chosen trials run again (often fewer than all), then up to two filmed trials per kind
-    clip_steps = p.max_duration * 10 * COST_S["clip_fill"]
-    film_est = est * min(1.0, (kinds + 1) / waves) + 2 * kinds * clip_steps * COST_S["video_frame"]
-    film = PlannedStage(
-        f"videos-{pol.name}",
-        videos_key,
-        lambda d: steps.film_policy(d, pol, p, train_dir, eval_dir, workers, console),
-        film_est,
-        f"film {pol.name}: a success and a failure per condition kind",
-    )
-    return train, ev, film
 
 
 def _blocks(stages: tuple[PlannedStage, ...]) -> list[list[PlannedStage]]:

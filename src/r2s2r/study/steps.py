@@ -105,10 +105,18 @@ def policy_preset(p: StudyProfile, pol: PolicySpec):
 
 
 def train_policy(
-    folder: Path, pol: PolicySpec, preset, real_dir: Path, sim_dirs: list[Path], threads: int, console: Console | None
+    folder: Path,
+    pol: PolicySpec,
+    preset,
+    real_dir: Path,
+    sim_dirs: list[Path],
+    threads: int,
+    console: Console | None,
+    stop_at: int | None = None,
 ) -> dict[str, Any]:
-    """Train ``pol`` into ``folder`` on ``threads`` torch threads (resumes). ``console`` None: progress
-    as plain lines on stderr (a training run beside others, in its own process)."""
+    """Train ``pol`` into ``folder`` on ``threads`` torch threads (resumes); ``stop_at``: end the run at
+    that step (the preset's schedule unchanged: the full run's state at that step). ``console`` None:
+    progress as plain lines on stderr (a training run beside others, in its own process)."""
     import torch
 
     from r2s2r.policy.checkpoint import resolve_checkpoint
@@ -119,17 +127,20 @@ def train_policy(
     run = folder / RUN
     ckpt = resolve_checkpoint(run) if (run / "latest").is_file() else None
     state = read_state(ckpt)[0] if ckpt is not None else None
-    if state is None or state.step < preset.train.steps:  # else: finished, killed before stage.json
+    last = stop_at or preset.train.steps
+    if state is None or state.step < last:  # else: finished, killed before stage.json
         torch.set_num_threads(threads)  # the stage's key holds it: CPU weights depend on the thread count
         console = console or Console(stderr=True, force_terminal=False)
-        with count_progress(f"train {pol.name}", console) as bar:
-            task = bar.add_task("train", total=preset.train.steps, status="")
+        with count_progress(f"train {pol.name}" + (f" to step {stop_at}" if stop_at else ""), console) as bar:
+            task = bar.add_task("train", total=last, status="")
 
             def show(step, record):
                 status = f"loss {record['loss']:.4f}  {record['samples_per_s']:.0f} samples/s" if record else None
                 bar.update(task, completed=step, **({"status": status} if status else {}))
 
-            result = train(real_dir / DATA, [d / DATA for d in sim_dirs], run, preset, device="auto", on_step=show)
+            result = train(
+                real_dir / DATA, [d / DATA for d in sim_dirs], run, preset, device="auto", stop_at=stop_at, on_step=show
+            )
         history, samples, step = result.history, result.samples, result.step
     else:
         history, samples, step = state.history, state.samples, state.step
@@ -146,18 +157,18 @@ def eval_config(p: StudyProfile, workers: int):
 
 def evaluate_policy(
     folder: Path,
-    pol: PolicySpec,
+    name: str,
     p: StudyProfile,
     train_dir: Path,
     workers: int,
     console: Console,
     world_file: Path | None = None,
 ) -> dict[str, Any]:
-    """Evaluate ``pol`` on the profile's lab trial list: in the lab, or (``world_file``, a WorldParams
-    JSON) on the same trials in that simulated world."""
+    """Evaluate policy ``name``, trained in ``train_dir``, on the profile's lab trial list: in the lab,
+    or (``world_file``, a WorldParams JSON) on the same trials in that simulated world."""
     from r2s2r.policy import load_policy
 
-    return _evaluate(folder, load_policy(train_dir / RUN), pol.name, p, workers, console, world_file)
+    return _evaluate(folder, load_policy(train_dir / RUN), name, p, workers, console, world_file)
 
 
 def evaluate_anchor(
