@@ -1,5 +1,6 @@
 """Sim-vs-lab agreement: Pearson r, SIMPLER's MMRV, paired per-trial agreement, bootstrap intervals."""
 
+import io
 import json
 import math
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from r2s2r.errors import R2S2RError
 from r2s2r.evaluate.agreement import (
@@ -18,7 +20,7 @@ from r2s2r.evaluate.agreement import (
     pearson,
     pearson_note,
 )
-from r2s2r.evaluate.agreement_report import agreement_table, write_agreement
+from r2s2r.evaluate.agreement_report import agreement_figure, agreement_table, write_agreement
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
 from r2s2r.evaluate.trials import TrialPlan, make_trials
 
@@ -209,6 +211,10 @@ def test_the_agreement_table_and_figure(tmp_path):
     assert saved["agreements"]["flat"]["pearson"] is None
     assert saved["agreements"]["grounded"]["mmrv"] == 0.0 and saved["policies"] == ["weak", "mid", "good"]
     assert paths["figure"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # a panel per world: two worlds draw wider than one (measured 1.47 x: the axis labels are shared), as high
+    one = agreement_table(lab, {"grounded": grounded}, resamples=200, seed=1)
+    sizes = [Image.open(io.BytesIO(agreement_figure(t.to_json()))).size for t in (one, table)]
+    assert 1.3 < sizes[1][0] / sizes[0][0] < 2.3 and abs(sizes[1][1] - sizes[0][1]) <= 0.1 * sizes[0][1], sizes
     assert sorted(p.name for p in (tmp_path / "agreement").iterdir()) == [
         "agreement.json",
         "agreement.md",

@@ -152,8 +152,9 @@ def agreement_markdown(table: AgreementTable) -> str:
 
 
 def agreement_figure(t: dict) -> bytes:
-    """Scatter of sim against lab success (%), Wilson intervals as error bars, of an agreement
-    table's JSON form; PNG bytes."""
+    """Sim against lab success (%) of an agreement table's JSON form, one panel per world: a numbered
+    marker per policy (the key under the panels names them), Wilson intervals as error bars, the diagonal
+    where the world would agree exactly; PNG bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -167,23 +168,36 @@ def agreement_figure(t: dict) -> bytes:
         ]
         return values, err
 
-    fig, ax = plt.subplots(figsize=(5.0, 5.0))
-    ax.plot([0, 100], [0, 100], color="0.6", linestyle="--", linewidth=1, label="sim = lab")
+    worlds = list(t["sims"])
+    fig, axes = plt.subplots(1, len(worlds), figsize=(4.4 * len(worlds), 4.9), sharey=True, squeeze=False)
     x, xerr = pct(t["lab"])
-    for world, rates in t["sims"].items():
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (ax, world) in enumerate(zip(axes[0], worlds, strict=True)):
         a = t["agreements"][world]
-        y, yerr = pct(rates)
-        label = f"{world} (r {_num(a['pearson'])}, MMRV {_num(a['mmrv'])})"
-        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", capsize=3, alpha=0.85, label=label)
-    for name, xi in zip(t["policies"], x, strict=True):
-        ax.annotate(name, (xi, 0), xytext=(0, 3), textcoords="offset points", fontsize=7, rotation=90, alpha=0.7)
-    ax.set_xlim(-3, 103)
-    ax.set_ylim(-3, 103)
-    ax.set_xlabel("success on the lab (%)")
-    ax.set_ylabel("success in simulation (%)")
-    ax.set_title("sim vs lab success per policy (95% Wilson intervals)")
-    ax.legend(loc="upper left", fontsize=8)
-    ax.grid(alpha=0.3)
+        y, yerr = pct(t["sims"][world])
+        ax.plot([0, 100], [0, 100], color="0.6", linestyle="--", linewidth=1)
+        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", capsize=3, alpha=0.8, color=colours[k % len(colours)])
+        # one label per cluster of markers (within 5 points of its first): "1,4,9" rather than overprinted digits
+        clusters: list[tuple[float, float, list[int]]] = []
+        for i, (xi, yi) in enumerate(zip(x, y, strict=True)):
+            near = next((c for c in clusters if math.hypot(c[0] - xi, c[1] - yi) < 5), None)
+            if near is None:
+                clusters.append((xi, yi, [i + 1]))
+            else:
+                near[2].append(i + 1)
+        for xi, yi, numbers in clusters:
+            text = ",".join(map(str, numbers))
+            ax.annotate(text, (xi, yi), xytext=(6, 4), textcoords="offset points", fontsize=8)
+        r_span, m_span = _span(a["pearson_interval"]), _span(a["mmrv_interval"])
+        ax.set_title(f"{world}\nr {_num(a['pearson'])} {r_span}, MMRV {_num(a['mmrv'])} {m_span}", fontsize=9)
+        ax.set_xlim(-3, 103)
+        ax.set_ylim(-3, 103)
+        ax.set_xlabel("success on the lab (%)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("success in simulation (%)")
+    key = "   ".join(f"{i + 1} {name}" for i, name in enumerate(t["policies"]))
+    fig.suptitle("sim vs lab success per policy (95 % Wilson intervals; dashed: sim = lab)", fontsize=10)
+    fig.text(0.5, -0.01, key, ha="center", va="top", fontsize=8, wrap=True)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
