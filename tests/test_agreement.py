@@ -206,7 +206,7 @@ def test_the_agreement_table_and_figure(tmp_path):
     text = paths["table"].read_text()
     assert "| policy | lab | grounded | flat |" in text
     assert "| weak | 1/8 (12%) | 1/8 (12%) | 4/8 (50%) |" in text
-    assert "| flat | undefined | undefined | 0.38 |" in text and "flat: Pearson r undefined" in text
+    assert "| flat | undefined | undefined | 0.375 |" in text and "flat: Pearson r undefined" in text
     saved = json.loads(paths["json"].read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
     assert saved["agreements"]["flat"]["pearson"] is None
     assert saved["agreements"]["grounded"]["mmrv"] == 0.0 and saved["policies"] == ["weak", "mid", "good"]

@@ -88,12 +88,18 @@ def _pct(r: dict) -> str:
     return f"{r['successes']}/{r['trials']} ({r['successes'] / r['trials']:.0%})"
 
 
-def _num(x: float | None) -> str:
-    return "undefined" if x is None or math.isnan(x) else f"{x:.2f}"
+# MMRV is shown to 3 decimals: its bar (SIMPLER's <= 0.05) sits where 2 decimals would round 0.051 to "0.05"
+MMRV_DIGITS = 3
 
 
-def _span(i: dict) -> str:
-    return "undefined" if i["low"] is None or math.isnan(i["low"]) else f"[{i['low']:.2f}, {i['high']:.2f}]"
+def _num(x: float | None, digits: int = 2) -> str:
+    return "undefined" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _span(i: dict, digits: int = 2) -> str:
+    if i["low"] is None or math.isnan(i["low"]):
+        return "undefined"
+    return f"[{i['low']:.{digits}f}, {i['high']:.{digits}f}]"
 
 
 # What the agreement rows mean (under the table in agreement.md and in the study report).
@@ -128,8 +134,8 @@ def agreement_rows(t: dict) -> tuple[list[str], list[list[str]]]:
                 w,
                 _num(a["pearson"]),
                 _span(a["pearson_interval"]),
-                _num(a["mmrv"]),
-                _span(a["mmrv_interval"]),
+                _num(a["mmrv"], MMRV_DIGITS),
+                _span(a["mmrv_interval"], MMRV_DIGITS),
                 f"{same}/{trials} ({same / trials:.0%})",
             ]
         )
@@ -188,8 +194,9 @@ def agreement_figure(t: dict) -> bytes:
         for xi, yi, numbers in clusters:
             text = ",".join(map(str, numbers))
             ax.annotate(text, (xi, yi), xytext=(6, 4), textcoords="offset points", fontsize=8)
-        r_span, m_span = _span(a["pearson_interval"]), _span(a["mmrv_interval"])
-        ax.set_title(f"{world}\nr {_num(a['pearson'])} {r_span}, MMRV {_num(a['mmrv'])} {m_span}", fontsize=9)
+        r, r_span = _num(a["pearson"]), _span(a["pearson_interval"])
+        m, m_span = _num(a["mmrv"], MMRV_DIGITS), _span(a["mmrv_interval"], MMRV_DIGITS)
+        ax.set_title(f"{world}\nr {r} {r_span}, MMRV {m} {m_span}", fontsize=9)
         ax.set_xlim(-3, 103)
         ax.set_ylim(-3, 103)
         ax.set_xlabel("success on the lab (%)")

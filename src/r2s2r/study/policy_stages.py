@@ -96,9 +96,8 @@ def train_stage(
     step_s = COST_S["train_step"].get(p.preset, 1.0) * (COST_S["train_lane_slowdown"] if shared else 1.0)
     n = stop_at or preset.train.steps
     name = pol.name if stop_at is None else early_name(pol, stop_at)
-    what = f"train {name} ({n} of {preset.train.steps} steps, {threads} thread{'s' if threads > 1 else ''})"
-    if stop_at is None:
-        what = f"train {name} ({n} steps, {threads} thread{'s' if threads > 1 else ''})"
+    of = "" if stop_at is None else f" of {preset.train.steps}"
+    what = f"train {name} ({n}{of} steps, {threads} thread{'s' if threads > 1 else ''})"
     return PlannedStage(f"train-{name}", key, run, n * step_s, what, threads if side else None)
 
 
