@@ -99,7 +99,7 @@ def smoke(tmp_path_factory, calibrations):
 
     Its calibrate stage takes the session's calibration of the same lab and seed instead of computing it
     a second time: ``calibrate_lab`` is pure given a fresh lab and its config, so the stage writes the
-    same bytes; any other call (another lab, config or callback use) is refused, not served."""
+    same bytes (its stage times replayed to the progress callback); another lab or config is refused."""
     from rich.console import Console
 
     from r2s2r.calibrate.run import CalibrationConfig
