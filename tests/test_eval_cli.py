@@ -66,6 +66,10 @@ def test_eval_bad_input_names_the_problem(evaluated, tmp_path, capsys):
     assert "results.json" in capsys.readouterr().err
     assert main(["eval", "--policy", "scripted", "--replan", "4", "--out", str(tmp_path / "y")]) == 2
     assert "--replan 4: applies to a checkpoint policy" in capsys.readouterr().err
+    assert main(["eval", "--policy", "random", "--inpaint", "--out", str(tmp_path / "z")]) == 2
+    assert "--inpaint: applies to a checkpoint policy" in capsys.readouterr().err
+    assert main(["eval", "--policy", "scripted", "--inpaint", "--ensemble", "0.1", "--out", str(tmp_path / "z")]) == 2
+    assert "choose one" in capsys.readouterr().err
     other = tmp_path / "other"
     assert (
         main(["eval", "--policy", "scripted", "--lab", "3", *TWO_TRIALS, "--max-duration", "0.3", "--out", str(other)])

@@ -216,6 +216,27 @@ def test_predict_chunk_is_batched_and_determined_by_the_generator(straight):
         policy.embed(dict(obs, right_wrist=obs["right_wrist"].astype(np.float32)))
 
 
+def test_a_guided_chunk_moves_toward_its_target_only_where_weighted(straight):
+    policy = load_policy(straight[1])
+    obs = obs_batch(policy, 4)
+    h = policy.action_horizon
+    plain = policy.predict_chunk(obs, np.random.default_rng(3))
+    target = plain + 0.5  # rad, every joint
+    free = policy.predict_chunk(obs, np.random.default_rng(3), (target, np.zeros(h)))
+    np.testing.assert_allclose(free, plain, rtol=0, atol=1e-6)  # no weight, no pull
+    weights = np.r_[np.ones(h // 2), np.zeros(h - h // 2)]
+    pulled = policy.predict_chunk(obs, np.random.default_rng(3), (target, weights))
+    before, after = (np.abs(x[:, : h // 2] - target[:, : h // 2]).mean() for x in (plain, pulled))
+    assert after < 0.5 * before  # the guided rows went most of the way
+    for guide, what in (
+        ((target[:2], weights), "targets \\(4, 8, 27\\)"),
+        ((target, weights[:3]), "weights"),
+        ((target, weights * 2), "in \\[0, 1\\]"),
+    ):
+        with pytest.raises(R2S2RError, match=what):
+            policy.predict_chunk(obs, np.random.default_rng(3), guide)
+
+
 def copy_run(src: Path, dst: Path) -> Path:
     import shutil
 

@@ -28,6 +28,7 @@ def eval_command(
     world: Path | None = None,
     shadows: bool = False,
     replan: int | None = None,
+    inpaint: bool = False,
 ) -> None:
     """Evaluate a policy on the lab's fixed trial list; writes DIR/results.json and DIR/results.md (resumes).
 
@@ -64,6 +65,9 @@ def eval_command(
             evaluations do.
         replan: A checkpoint policy executes this many actions of each chunk before predicting again
             (default: its trained config's execute_steps; 1 <= replan <= its action horizon).
+        inpaint: A checkpoint policy's re-plans are inpainted toward the rest of the chunk being executed
+            (real-time chunking, Black et al. 2025: guided sampling with a soft mask over the overlap)
+            instead of replacing it; keeps the plan of a grasp across re-plans. Not with --ensemble.
     """
     from rich.console import Console
     from rich.markdown import Markdown
@@ -83,8 +87,10 @@ def eval_command(
         raise ConfigError("--shadows: applies to a simulated world; give --world FILE")
     sim = WorldCell.load(world, "--world", shadows) if world is not None else None
     plan = TrialPlan(nominal, lighting, belt_speed, novel_object, combined, trial_seed)
-    config = EvalConfig(plan, seed, batch, workers, max_duration, videos, ensemble, shaping)
+    config = EvalConfig(plan, seed, batch, workers, max_duration, videos, ensemble, shaping, inpaint)
     pol = resolve_policy(policy)
+    if inpaint and not isinstance(pol, Policy):
+        raise ConfigError(f"--inpaint: applies to a checkpoint policy, not to {policy!r}")
     if replan is not None:
         if not isinstance(pol, Policy):
             raise ConfigError(f"--replan {replan}: applies to a checkpoint policy, not to {policy!r}")

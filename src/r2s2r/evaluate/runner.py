@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import json
 import math
 import time
@@ -38,7 +39,7 @@ from r2s2r.evaluate.policies import Policy, policy_kind
 from r2s2r.evaluate.pool import LabPool, SlotResult
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
 from r2s2r.evaluate.trials import Trial, TrialList, TrialPlan, make_trials
-from r2s2r.policy.horizon import ChunkEnsemble, check_decay
+from r2s2r.policy.horizon import ChunkEnsemble, check_decay, inpaint_weights
 from r2s2r.policy.protocol import PAST, past_frame, with_past
 from r2s2r.world.cell import CellConfig
 
@@ -61,6 +62,9 @@ class EvalConfig:
     # a chunk policy's commands pass the teleop system's shaping (r2s2r.lab.shaping) on their way to the
     # robot, as the operator's did: arm steps within 90 % of the rated speeds, targets inside the ranges
     shaping: bool = True
+    # each re-plan is inpainted toward the rest of the chunk being executed (real-time chunking's soft
+    # mask, r2s2r.policy.horizon.inpaint_weights) instead of replacing it outright
+    inpaint: bool = False
 
     def __post_init__(self) -> None:
         for name, lo in (("seed", 0), ("batch", 1), ("workers", 1)):
@@ -68,6 +72,10 @@ class EvalConfig:
             if not isinstance(value, int) or value < lo:
                 raise ConfigError(f"eval --{name}: expected an integer >= {lo}, got {value!r}")
         check_decay(self.ensemble)
+        if not isinstance(self.inpaint, bool):
+            raise ConfigError(f"eval --inpaint: expected true or false, got {self.inpaint!r}")
+        if self.inpaint and self.ensemble is not None:
+            raise ConfigError("eval: --inpaint and --ensemble are two ways to join chunks; choose one")
         if not isinstance(self.shaping, bool):
             raise ConfigError(f"eval --shaping: expected true or false, got {self.shaping!r}")
         if not self.max_duration > 0:
@@ -75,13 +83,16 @@ class EvalConfig:
 
     def settings(self) -> dict:
         """What the outcomes depend on (and, informative only, workers and videos)."""
-        return {
+        settings = {
             "seed": self.seed,
             "batch": self.batch,
             "max_duration": self.max_duration,
             "ensemble": self.ensemble,
             "shaping": self.shaping,
         }
+        if self.inpaint:  # (the keys of evaluations that replace chunks are as they were before inpainting)
+            settings["inpaint"] = True
+        return settings
 
 
 def wave_key(policy_name: str, trials: TrialList, config: EvalConfig, world: WorldCell | None) -> str:
@@ -149,7 +160,11 @@ def run_wave(
             obs = [seen[s][step] for s in running]
             if d:  # the observation d steps back, or the trial's first one
                 obs = [with_past(o, seen[s][max(step - d, 0)]) for o, s in zip(obs, running, strict=True)]
-            chunk = _predict(policy, obs, rng)
+            guide = None
+            if config.inpaint and step > 0:
+                weights = inpaint_weights(policy.action_horizon, k)
+                guide = (np.stack([ensembles[s].ahead(step) for s in running]), weights)
+            chunk = _predict(policy, obs, rng, guide)
             policy_seconds += time.perf_counter() - t0
             for s, actions in zip(running, chunk, strict=True):
                 ensembles[s].add(step, actions)
@@ -179,13 +194,13 @@ def trial_cell(policy: Policy, config: EvalConfig) -> tuple[CellConfig, int]:
     return cell, math.ceil(config.max_duration / cell.control.control_dt + 1e-9) + 1
 
 
-def _predict(policy, obs: list[dict[str, np.ndarray]], rng: np.random.Generator) -> np.ndarray:
+def _predict(policy, obs: list[dict[str, np.ndarray]], rng: np.random.Generator, guide=None) -> np.ndarray:
     prefixes = ("", PAST) if past_frame(policy) else ("",)
     batch = {}
     for pre in prefixes:
         batch.update({pre + c: np.stack([o[pre + c] for o in obs]) for c in policy.cameras})
         batch[pre + "proprio"] = np.stack([o[pre + "proprio"] for o in obs]).astype(np.float32)
-    chunk = np.asarray(policy.predict_chunk(batch, rng))
+    chunk = np.asarray(policy.predict_chunk(batch, rng) if guide is None else policy.predict_chunk(batch, rng, guide))
     expected = (len(obs), policy.action_horizon, 27)
     if chunk.shape != expected:
         raise R2S2RError(f"policy {policy!r}: predict_chunk returned shape {chunk.shape}, expected {expected}")
@@ -210,6 +225,8 @@ def evaluate(
     """
     chunked = policy_kind(policy) == "chunk"
     name = name or type(policy).__name__
+    if config.inpaint and not (chunked and "guide" in inspect.signature(policy.predict_chunk).parameters):
+        raise ConfigError(f"evaluate: --inpaint needs a chunk policy that takes a guide (a checkpoint), not {name}")
     trials = make_trials(lab, config.plan)
     cell, max_steps = trial_cell(policy, config)
     control_dt = cell.control.control_dt

@@ -47,3 +47,42 @@ def euler_sample(velocity: Velocity, noise: torch.Tensor, steps: int) -> torch.T
         t = torch.full((x.shape[0],), 1.0 - k * dt, dtype=x.dtype, device=x.device)
         x = x - dt * velocity(x, t)
     return x
+
+
+def guidance_weight(t: float, max_weight: float) -> float:
+    """The pseudo-inverse guidance weight at flow time ``t`` (this file's convention), clipped to
+    ``max_weight``: in RTC's time tau = 1 - t (0 noise, 1 data), (1 - tau) / (tau r^2) with
+    r^2 = (1 - tau)^2 / (tau^2 + (1 - tau)^2), which is (tau^2 + (1 - tau)^2) / (tau (1 - tau))."""
+    tau = 1.0 - t
+    if tau <= 0.0 or tau >= 1.0:
+        return max_weight
+    return min(max_weight, (tau**2 + (1.0 - tau) ** 2) / (tau * (1.0 - tau)))
+
+
+def guided_euler_sample(
+    velocity: Velocity,
+    noise: torch.Tensor,
+    steps: int,
+    target: torch.Tensor,
+    weights: torch.Tensor,
+    max_weight: float = 5.0,
+) -> torch.Tensor:
+    """``euler_sample`` steered toward ``target`` (B, H, ...) where ``weights`` (H,) > 0: real-time
+    chunking's inpainting (Black, Galliker and Levine 2025, pseudo-inverse guidance with a soft mask).
+    At each step the data the velocity points to, x0 = x_t - t v, is pulled toward the target by the
+    gradient of -1/2 sum_i w_i |target_i - x0_i|^2 with respect to x_t (a vector-Jacobian product through
+    ``velocity``), times ``guidance_weight(t)``. Rows with weight 0 are free: the model fills them in
+    consistently with the guided ones. Needs gradients (call outside ``torch.inference_mode``)."""
+    w = weights.reshape(1, -1, *([1] * (noise.ndim - 2))).to(noise)
+    x = noise
+    dt = 1.0 / steps
+    for k in range(steps):
+        t_now = 1.0 - k * dt
+        t = torch.full((x.shape[0],), t_now, dtype=x.dtype, device=x.device)
+        with torch.enable_grad():
+            xg = x.detach().requires_grad_(True)
+            v = velocity(xg, t)
+            x0 = xg - t_now * v
+            (pull,) = torch.autograd.grad(x0, xg, grad_outputs=w * (target - x0).detach())
+        x = x.detach() - dt * (v.detach() - guidance_weight(t_now, max_weight) * pull)
+    return x

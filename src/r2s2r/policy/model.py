@@ -116,11 +116,17 @@ class FlowTransformer(nn.Module):
             tokens, actions = tokens.repeat_interleave(r, dim=0), actions.repeat_interleave(r, dim=0)
         return flow.flow_loss(lambda x, tt: self.velocity(tokens, x, tt), actions, noise, t) + aux
 
-    def sample(self, tokens: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    def sample(
+        self, tokens: torch.Tensor, noise: torch.Tensor, guide: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> torch.Tensor:
         """Normalised action chunks (B, H, A) integrated from ``noise`` (a standard normal draw, times
-        ``noise_scale``, at t=1) to t=0 in K Euler steps."""
+        ``noise_scale``, at t=1) to t=0 in K Euler steps; with ``guide`` = (target chunks (B, H, A),
+        row weights (H,)), inpainted toward the target (``flow.guided_euler_sample``)."""
         start = noise * self.config.noise_scale
-        return flow.euler_sample(lambda x, tt: self.velocity(tokens, x, tt), start, self.config.euler_steps)
+        field = lambda x, tt: self.velocity(tokens, x, tt)  # noqa: E731
+        if guide is None:
+            return flow.euler_sample(field, start, self.config.euler_steps)
+        return flow.guided_euler_sample(field, start, self.config.euler_steps, *guide)
 
 
 def count_parameters(module: nn.Module) -> int:

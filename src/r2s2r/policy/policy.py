@@ -11,7 +11,7 @@ import torch
 from r2s2r.errors import R2S2RError
 from r2s2r.policy.config import PolicyConfig
 from r2s2r.policy.model import FlowTransformer
-from r2s2r.policy.normalize import PROPRIO, Normalizer, decode_actions
+from r2s2r.policy.normalize import PROPRIO, Normalizer, decode_actions, encode_actions
 from r2s2r.policy.protocol import PAST
 
 
@@ -116,16 +116,48 @@ class Policy:
     def _tokens(self, tensors: Mapping[str, torch.Tensor]) -> torch.Tensor:
         return self.model.encode(*model_inputs(self.config, self.normalizer, tensors))
 
-    @torch.inference_mode()
-    def predict_chunk(self, obs: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
-        """(B, action_horizon, action_dim) float32 joint targets (rad)."""
-        tensors = self._tensors(obs)
-        tokens = self._tokens(tensors)
+    def predict_chunk(
+        self,
+        obs: Mapping[str, np.ndarray],
+        rng: np.random.Generator,
+        guide: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """(B, action_horizon, action_dim) float32 joint targets (rad). ``guide`` = (targets (B, H, A)
+        in rad, row weights (H,) in [0, 1]): the chunk is inpainted toward those targets where the
+        weight is positive (real-time chunking; ``r2s2r.policy.horizon.inpaint_weights``)."""
+        if guide is None:
+            with torch.inference_mode():
+                tensors = self._tensors(obs)
+                tokens = self._tokens(tensors)
+                x = self.model.sample(tokens, self._noise(tokens, rng))
+                actions = decode_actions(self.config, self.normalizer, x, tensors["proprio"])
+        else:
+            with torch.no_grad():
+                tensors = self._tensors(obs)
+                target, weights = self._check_guide(guide, len(tensors["proprio"]))
+                tokens = self._tokens(tensors)
+                encoded = encode_actions(self.config, self.normalizer, target, tensors["proprio"])
+            x = self.model.sample(tokens, self._noise(tokens, rng), (encoded, weights))
+            with torch.no_grad():
+                actions = decode_actions(self.config, self.normalizer, x, tensors["proprio"])
+        return actions.cpu().numpy().astype(np.float32, copy=False)
+
+    def _noise(self, tokens: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
         gen = torch.Generator(device=self.device).manual_seed(int(rng.integers(2**63 - 1)))
         shape = (tokens.shape[0], self.config.action_horizon, self.config.action_dim)
-        noise = torch.randn(shape, generator=gen, device=self.device)
-        actions = decode_actions(self.config, self.normalizer, self.model.sample(tokens, noise), tensors["proprio"])
-        return actions.cpu().numpy().astype(np.float32, copy=False)
+        return torch.randn(shape, generator=gen, device=self.device)
+
+    def _check_guide(self, guide: tuple[np.ndarray, np.ndarray], batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        target, weights = (np.asarray(g, dtype=np.float32) for g in guide)
+        c = self.config
+        if target.shape != (batch, c.action_horizon, c.action_dim) or weights.shape != (c.action_horizon,):
+            raise R2S2RError(
+                f"chunk guide: expected targets ({batch}, {c.action_horizon}, {c.action_dim}) and weights "
+                f"({c.action_horizon},), got {target.shape} and {weights.shape}"
+            )
+        if not (np.isfinite(target).all() and np.isfinite(weights).all() and ((weights >= 0) & (weights <= 1)).all()):
+            raise R2S2RError("chunk guide: expected finite targets and weights in [0, 1]")
+        return torch.from_numpy(target).to(self.device), torch.from_numpy(weights).to(self.device)
 
     @torch.inference_mode()
     def embed(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
