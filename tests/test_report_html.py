@@ -216,7 +216,7 @@ def test_smoke_study_page_renders_in_headless_chromium(smoke):
     figures = 2 + (results["agreement"] is not None)  # success, training (and the sim-vs-lab scatter)
     assert len(media["images"]) == figures and all(i["ok"] and i["w"] > 100 and i["h"] > 100 for i in media["images"])
     n_clips = sum(len(c) for c in results["videos"]["policies"].values())
-    assert len(media["videos"]) == n_clips >= len(results["policies"])
+    assert len(media["videos"]) == n_clips >= len(results["videos"]["policies"]) >= 1  # a clip per filmed policy
     for v in media["videos"]:
         assert v["error"] is None and v["state"] >= 1 and v["duration"] > 0 and v["w"] == 640, v
     assert media["title"].startswith("r2s2r study: grounding design, smoke profile") and media["tables"] >= 7

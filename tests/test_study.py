@@ -18,6 +18,7 @@ from r2s2r.evaluate.results import EvalResults
 from r2s2r.evaluate.stats import factorial_effects
 from r2s2r.study import DESIGNS, PROFILES, get_design, get_profile, run_study
 from r2s2r.study.design import Design, PolicySpec, SimConfig
+from r2s2r.study.profiles import FILM
 from r2s2r.study.report import fmt_rate, reproduces, trend_sentences
 from r2s2r.study.runner import plan_study, stage_table
 
@@ -35,10 +36,12 @@ def test_smoke_study_writes_every_artifact(smoke):
     assert (out / "success.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     study = json.loads((out / "study.json").read_text())
     stage_dirs = sorted((out / "stages").iterdir())
-    # per policy: train, eval, an evaluation in each of the two simulated worlds, videos; per anchor
-    # policy: its evaluation in the lab and in each world
+    # per policy: train, eval, an evaluation in each of the two simulated worlds; the baseline's videos
+    # (the smoke profile films it alone); per anchor policy: its evaluation in the lab and in each world
     anchors, early = PROFILES["smoke"].anchors, PROFILES["smoke"].anchor_steps  # early: a training and 3 evaluations
-    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 5 * 5 + 3 * len(anchors) + 4 * len(early)
+    assert PROFILES["smoke"].film == "baseline" and set(results["videos"]["policies"]) == {"real-only"}
+    assert "Not filmed (the profile's film setting, baseline): real+" in (out / "report.md").read_text()
+    assert len(stage_dirs) == len(study["plan"]) == 1 + 1 + 4 + 5 * 4 + 1 + 3 * len(anchors) + 4 * len(early)
     assert anchors and early
     for d in stage_dirs:
         assert (d / "stage.json").is_file(), d
@@ -261,6 +264,23 @@ def test_sim_worlds_choose_the_sim_evaluations(tmp_path):
         dataclasses.replace(PROFILES["smoke"], sim_worlds=("grounde",))
     with pytest.raises(ConfigError, match="distinct"):
         dataclasses.replace(PROFILES["smoke"], sim_worlds=("grounded", "grounded"))
+
+
+def test_the_film_setting_chooses_whose_trials_are_filmed_and_changes_no_other_stage(tmp_path):
+    design = get_design("grounding")
+    plans = {f: plan_study(dataclasses.replace(PROFILES["smoke"], film=f), design, tmp_path, 2, QUIET) for f in FILM}
+    filmed = {f: [s.name for s in plan.stages if s.name.startswith("videos-")] for f, plan in plans.items()}
+    assert filmed == {
+        "all": [f"videos-{p.name}" for p in design.policies],
+        "baseline": [f"videos-{design.baseline}"],
+        "none": [],
+    }
+    assert all(set(plan.videos) == {n.removeprefix("videos-") for n in filmed[f]} for f, plan in plans.items())
+    others = [{s.name: s.hash for s in plan.stages if not s.name.startswith("videos-")} for plan in plans.values()]
+    assert others[0] == others[1] == others[2]
+    assert plans["all"].stage(f"videos-{design.baseline}").hash == plans["baseline"].stage(filmed["baseline"][0]).hash
+    with pytest.raises(UnknownNameError, match="Did you mean 'none'"):
+        dataclasses.replace(PROFILES["smoke"], film="nome")
 
 
 def test_rendering_the_sim_evaluations_with_shadows_reruns_them_and_nothing_else(tmp_path):

@@ -20,6 +20,7 @@ def study_run_command(
     anchors: tuple[str, ...] | None = None,
     anchor_steps: tuple[int, ...] | None = None,
     sim_eval_shadows: bool | None = None,
+    film: str | None = None,
     workers: int | None = None,
     dry_run: bool = False,
 ) -> None:
@@ -50,6 +51,8 @@ def study_run_command(
             profile's (quick: 500 1000), none (give the flag no value) for none.
         sim_eval_shadows: Render those worlds' evaluations with shadows and anti-aliasing (True, the
             profiles' default) or lean, as generation draws them (False).
+        film: Whose chosen lab trials are filmed for the report: all (every policy), baseline (the design's
+            baseline only) or none; default the profile's (quick: all).
         workers: Processes for demos, generation and evaluation, >= 1 (default: one per core).
         dry_run: Print the plan and its expected time, run nothing.
     """
@@ -66,6 +69,7 @@ def study_run_command(
         anchors=anchors,
         anchor_steps=anchor_steps,
         sim_eval_shadows=sim_eval_shadows,
+        film=film,
     )
     command = "r2s2r " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["study"] else None
     run_study(out, profile, chosen, design, workers, dry_run, command=command)

@@ -22,6 +22,7 @@ from r2s2r.generate.mix import ConditionMix
 from r2s2r.train.presets import get_preset
 
 ANCHORS = ("random", "scripted", "hold")  # what ``StudyProfile.anchors`` may name (``resolve_policy``)
+FILM = ("all", "baseline", "none")  # what ``StudyProfile.film`` may be
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class StudyProfile:
     # ... and the design's baseline stopped at these training steps (its run's state there, best held-out
     # checkpoint up to it): policies of the study's own kind at lower skill, also for the agreement only
     anchor_steps: tuple[int, ...] = ()
+    # whose chosen lab trials are filmed for the report (each filming re-runs waves with video capture):
+    # every policy of the design, its baseline only, or none
+    film: str = "all"
 
     def __post_init__(self) -> None:
         for name in ("n_real", "n_sim"):
@@ -82,6 +86,8 @@ class StudyProfile:
                 raise UnknownNameError("study anchor policy", a, ANCHORS)
         if len(set(self.anchors)) != len(self.anchors):
             raise ConfigError(f"study profile: anchors expected distinct policies, got {self.anchors}")
+        if self.film not in FILM:
+            raise UnknownNameError("study film setting", self.film, FILM)
         get_preset(self.preset)  # a bad name fails here, with a hint
         k = self.anchor_steps
         steps_ok = all(isinstance(s, int) and not isinstance(s, bool) and 1 <= s < self.steps for s in k)
@@ -116,6 +122,7 @@ PROFILES: dict[str, StudyProfile] = {
         eval_batch=5,
         anchors=("random",),  # one reference anchor and one early stop: each kind once, 3 evaluations each
         anchor_steps=(10,),
+        film="baseline",  # the filming stage once (25 s each here, the slowest of the smoke study's stages)
     ),
     "quick": StudyProfile(
         "the 50-trial protocol on a 2-core CPU in about 2 hours: 100 real demos collected with DART "

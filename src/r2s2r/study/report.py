@@ -201,6 +201,10 @@ def clip_blocks(s: dict[str, Any]) -> list[Block]:
             )
         ),
     ]
+    unfilmed = [p for p in s["policies"] if p not in videos["policies"]]
+    if unfilmed:
+        film = s["profile"].get("film", "all")
+        blocks.append(Text((f"Not filmed (the profile's film setting, {film}): {', '.join(unfilmed)}.",)))
     for policy, clips in videos["policies"].items():
         blocks.append(
             Clips(

@@ -171,11 +171,13 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
     for pol in design.policies:
         tr = train(pol)
         ev = lab_eval_stage(pol.name, pol, p, tr, stages, workers, console)
-        film = film_stage(pol, p, tr, ev, stages, workers, console)
         in_sim = [sim_eval_stage(pol.name, pol, p, tr, ev, w, cal_key, stages, workers, console) for w in p.sim_worlds]
-        after += [ev, *in_sim, film]
+        after += [ev, *in_sim]
+        if p.film == "all" or (p.film == "baseline" and pol.name == design.baseline):
+            film = film_stage(pol, p, tr, ev, stages, workers, console)
+            after.append(film)
+            videos[pol.name] = film.name
         policies[pol.name] = (tr.name, ev.name)
-        videos[pol.name] = film.name
         sim_evals[pol.name] = {w: s.name for w, s in zip(p.sim_worlds, in_sim, strict=True)}
     anchors: dict[str, dict[str, PlannedStage]] = {}
     if p.sim_worlds:  # anchors serve the sim-vs-lab agreement only
