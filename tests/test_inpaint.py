@@ -150,3 +150,5 @@ def test_the_receding_horizon_inpaints_each_replan_toward_the_chunk_it_replaces(
     np.testing.assert_allclose(done[2], policy.chunks[1][:, 0], rtol=1e-6)  # the newest chunk is executed
     with pytest.raises(ConfigError, match="choose one"):
         RecedingHorizon(policy, decay=0.1, inpaint=True)
+    with pytest.raises(ConfigError, match="takes a guide"):
+        RecedingHorizon(TinyPolicy(), inpaint=True)

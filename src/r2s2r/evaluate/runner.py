@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import json
 import math
 import time
@@ -39,7 +38,7 @@ from r2s2r.evaluate.policies import Policy, policy_kind
 from r2s2r.evaluate.pool import LabPool, SlotResult
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
 from r2s2r.evaluate.trials import Trial, TrialList, TrialPlan, make_trials
-from r2s2r.policy.horizon import ChunkEnsemble, check_decay, inpaint_weights
+from r2s2r.policy.horizon import ChunkEnsemble, check_decay, inpaint_weights, takes_guide
 from r2s2r.policy.protocol import PAST, past_frame, with_past
 from r2s2r.world.cell import CellConfig
 
@@ -225,7 +224,7 @@ def evaluate(
     """
     chunked = policy_kind(policy) == "chunk"
     name = name or type(policy).__name__
-    if config.inpaint and not (chunked and "guide" in inspect.signature(policy.predict_chunk).parameters):
+    if config.inpaint and not (chunked and takes_guide(policy)):
         raise ConfigError(f"evaluate: --inpaint needs a chunk policy that takes a guide (a checkpoint), not {name}")
     trials = make_trials(lab, config.plan)
     cell, max_steps = trial_cell(policy, config)

@@ -19,6 +19,7 @@ grasp, the same carry) while its later rows use the newer observation.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections import deque
 from collections.abc import Mapping
@@ -33,6 +34,11 @@ def check_decay(decay: float | None) -> None:
     bad = isinstance(decay, bool) or not isinstance(decay, int | float) or not math.isfinite(decay)
     if decay is not None and bad:
         raise ConfigError(f"chunk ensembling decay: expected a finite number or None, got {decay!r}")
+
+
+def takes_guide(policy: ChunkPolicy) -> bool:
+    """Whether ``policy.predict_chunk`` takes a ``guide`` (can be inpainted; a checkpoint's ``Policy`` does)."""
+    return "guide" in inspect.signature(policy.predict_chunk).parameters
 
 
 class ChunkEnsemble:
@@ -82,6 +88,8 @@ class RecedingHorizon:
         check_decay(decay)
         if inpaint and decay is not None:
             raise ConfigError("chunks are joined by inpainting or by ensembling (decay); choose one")
+        if inpaint and not takes_guide(policy):
+            raise ConfigError(f"inpainting needs a chunk policy that takes a guide (a checkpoint), not {policy!r}")
         self.policy, self.decay, self.inpaint = policy, decay, inpaint
         self.reset()
 
