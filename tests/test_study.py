@@ -16,7 +16,7 @@ from r2s2r.errors import ConfigError, UnknownNameError
 from r2s2r.evaluate.agreement_report import agreement_rows, agreement_table
 from r2s2r.evaluate.results import EvalResults
 from r2s2r.evaluate.stats import factorial_effects
-from r2s2r.study import DESIGNS, PROFILES, get_design, get_profile, run_study
+from r2s2r.study import DESIGNS, PROFILES, get_design, get_profile, run_study, runner
 from r2s2r.study.design import Design, PolicySpec, SimConfig
 from r2s2r.study.profiles import FILM
 from r2s2r.study.report import fmt_rate, reproduces, trend_sentences
@@ -331,13 +331,19 @@ def test_anchor_policies_are_evaluated_in_the_lab_and_each_world_independently_o
         dataclasses.replace(PROFILES["smoke"], anchors=("random", "random"))
 
 
-def test_the_baseline_stopped_early_is_its_own_training_run_ended_at_each_step(tmp_path):
+def test_the_baseline_stopped_early_is_its_own_training_run_ended_at_each_step(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "train_threads", lambda: 2)  # the 2-core machine the quick profile is sized for
     design = get_design("grounding")
     plain = dataclasses.replace(PROFILES["smoke"], anchor_steps=())
     early = dataclasses.replace(plain, anchor_steps=(5, 10))
     before, plan = (plan_study(p, design, tmp_path, 2, QUIET) for p in (plain, early))
-    # nothing else changes: every stage of the plain plan is in the new one with its key
-    assert {s.name: s.hash for s in before.stages}.items() <= {s.name: s.hash for s in plan.stages}.items()
+    # the last policy trains on one thread beside the early stops, not alone on both cores before them
+    last = design.policies[-1].name
+    threads = [pl.stage(pl.policies[last][0]).key["torch_threads"] for pl in (before, plan)]
+    assert threads == [2, 1] and all(plan.stage(t).key["torch_threads"] == 1 for t, _ in plan.policies.values())
+    # nothing else changes: every other stage of the plain plan is in the new one with its key
+    kept = {s.name: s.hash for s in before.stages if last not in s.name}
+    assert len(kept) < len(before.stages) and kept.items() <= {s.name: s.hash for s in plan.stages}.items()
     base = plan.stage(plan.policies["real-only"][0])
     for k in (5, 10):
         train = plan.stage(f"train-real-only@{k}")
