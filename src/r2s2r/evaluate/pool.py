@@ -5,7 +5,7 @@ the lab's interface; ``r2s2r.evaluate.cells``) running one trial at a time. ``La
 ``s`` in worker ``s % workers`` (``workers == 1`` keeps every slot in this process). For a chunk policy it steps
 all slots at once, one control step per call (each worker steps its slots in order while the
 other workers step theirs); for a ``TrialPolicy`` each worker runs its slots' trials to the end
-on its own (``run``). A
+on its own (``run``), as it does when a trial's recorded actions are sent again (``replay``). A
 cell is deterministic per (cell, trial seed), so what a slot does depends only on its
 trials and the actions it is sent, never on which process holds it.
 
@@ -160,17 +160,26 @@ class LabSlots:
     def run(self, trials: Mapping[int, Trial], max_steps: int) -> dict[int, SlotResult]:
         """Run each slot's trial to its end with the slot's ``TrialPolicy`` (no round trip per
         step: a per-trial policy needs nothing from the evaluating process)."""
+        return {slot: self._to_end(slot, trial, [None] * max_steps) for slot, trial in trials.items()}
+
+    def replay(self, jobs: Mapping[int, list[tuple[Trial, np.ndarray]]], _: object = None) -> dict[int, SlotResult]:
+        """Run each slot's trials, one after the other, to their ends sending each its given actions
+        (steps, 27) as a chunk policy's were sent (shaped, if the slots shape), observing nothing: recorded
+        rollouts again. Results by trial index."""
         out = {}
-        for slot, trial in trials.items():
-            self.start({slot: trial}, set())
-            for _ in range(max_steps):
-                result = self.step({slot: None}, set())[slot][1]
-                if result is not None:
-                    out[slot] = result
-                    break
-            else:
-                raise R2S2RError(f"lab did not end trial {trial.index} within {max_steps} steps")
+        for slot, trials in jobs.items():
+            for trial, actions in trials:
+                out[trial.index] = self._to_end(slot, trial, list(actions))
         return out
+
+    def _to_end(self, slot: int, trial: Trial, actions: list[np.ndarray | None]) -> SlotResult:
+        self.start({slot: trial}, set())
+        for action in actions:
+            result = self.step({slot: action}, set())[slot][1]
+            if result is not None:
+                return result
+        self.running.pop(slot, None)
+        raise R2S2RError(f"lab did not end trial {trial.index} within {len(actions)} steps")
 
     def _finish(self, slot: int, verdict) -> SlotResult:
         run = self.running.pop(slot)
@@ -278,6 +287,17 @@ class LabPool:
 
     def run(self, trials: Mapping[int, Trial], max_steps: int) -> dict[int, SlotResult]:
         return self._call("run", trials, max_steps)
+
+    def replay(self, trials: Mapping[int, tuple[Trial, np.ndarray]]) -> dict[int, SlotResult]:
+        """Replay trials (index -> (trial, actions)) on one slot per worker, the longest first, each to
+        the worker with the fewest steps so far; results by trial index."""
+        jobs: dict[int, list[tuple[Trial, np.ndarray]]] = {w: [] for w in range(self.workers)}
+        load = dict.fromkeys(jobs, 0)
+        for i in sorted(trials, key=lambda i: (-len(trials[i][1]), i)):
+            w = min(load, key=lambda w: (load[w], w))
+            jobs[w].append(trials[i])
+            load[w] += len(trials[i][1])
+        return self._call("replay", {w: js for w, js in jobs.items() if js}, None)
 
     def close(self) -> None:
         for conn in self._conns:

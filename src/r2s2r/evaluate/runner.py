@@ -15,12 +15,16 @@ on one thread). With ``world`` the trials (the lab's list: same conditions, obje
 seeds) run in that simulated world instead of the lab twin. With an output folder each finished wave
 is written to ``DIR/waves/wave_NNN.json``; a rerun with the same settings reuses finished waves and
 runs the rest, so a killed evaluation resumes where it stopped and ends with the same results.
+A chunk policy's wave also keeps the actions it sent each trial (``DIR/waves/wave_NNN.npz``, written
+before the wave's record): a trial is then filmed by sending them again, without the policy or the
+rest of its wave (``r2s2r.evaluate.film``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
 import math
 import time
@@ -102,7 +106,7 @@ def wave_key(policy_name: str, trials: TrialList, config: EvalConfig, world: Wor
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _outcome(res: SlotResult, trial: Trial, control_dt: float) -> TrialOutcome:
+def trial_outcome(res: SlotResult, trial: Trial, control_dt: float) -> TrialOutcome:
     fields = {f.name: getattr(res, f.name) for f in dataclasses.fields(SlotResult)}
     if fields["video"] is not None:
         fields["video"] = f"{VIDEOS_DIR}/{fields['video']}"
@@ -120,9 +124,10 @@ def run_wave(
     on_trial: Callable[[TrialOutcome], None] | None,
     control_dt: float,
     until: frozenset[int] | None = None,
-) -> tuple[list[TrialOutcome], float]:
-    """Run wave ``wave`` (``trials``, in slots 0...); returns its outcomes (trial order) and the
-    seconds spent in the chunk policy. With ``until`` (trial indices of the wave) the wave stops when
+) -> tuple[list[TrialOutcome], float, dict[int, np.ndarray]]:
+    """Run wave ``wave`` (``trials``, in slots 0...); returns its outcomes (trial order), the seconds
+    spent in the chunk policy and, for a chunk policy, the actions each trial was sent (trial index ->
+    (steps, 27), in the order sent). With ``until`` (trial indices of the wave) the wave stops when
     those trials have ended, and only their outcomes are returned: what a trial does depends on the
     other trials of its wave only while it runs (a chunk policy's batched draws)."""
     slots = dict(enumerate(trials))
@@ -130,15 +135,14 @@ def run_wave(
         raise R2S2RError(f"wave {wave}: trials {sorted(until)} are not all among {[t.index for t in trials]}")
     if not chunked:  # each lab process runs its trials to the end on its own
         mine = {s: t for s, t in slots.items() if until is None or t.index in until}
-        done = [_outcome(r, slots[s], control_dt) for s, r in sorted(pool.run(mine, max_steps).items())]
+        done = [trial_outcome(r, slots[s], control_dt) for s, r in sorted(pool.run(mine, max_steps).items())]
         if on_trial is not None:
             for o in done:
                 on_trial(o)
-        return done, 0.0
+        return done, 0.0, {}
     ensembles = {s: ChunkEnsemble(config.ensemble) for s in slots}
     k, d = policy.execute_steps, past_frame(policy)
-    last: dict[int, np.ndarray] = {}  # last executed action per slot
-    jumps: dict[int, list[float]] = {s: [] for s in slots}
+    sent: dict[int, list[np.ndarray]] = {s: [] for s in slots}
     first = pool.start(slots, set(slots))
     seen: dict[int, dict[int, dict]] = {s: {0: o} for s, o in first.items()}  # slot -> step -> observation
 
@@ -170,20 +174,31 @@ def run_wave(
                 # the next re-plan reads steps step + k and step + k - d: older ones (but the first) go
                 seen[s] = {t: o for t, o in seen[s].items() if t >= step + k - d or t == 0}
         actions = {s: ensembles[s].action(step) for s in running}
-        if step % k == 0 and step > 0:
-            for s in running:
-                jumps[s].append(float(np.abs(actions[s][:7] - last[s][:7]).max()))
-        last.update(actions)
+        for s in running:
+            sent[s].append(actions[s])
         want = set(running) if needed(step + 1) else set()
         for s, (o, res) in pool.step(actions, want).items():
             if o is not None:
                 seen[s][step + 1] = o
             if res is not None:
-                jump = float(np.mean(jumps[s])) if jumps[s] else 0.0
-                results[res.index] = dataclasses.replace(_outcome(res, slots[s], control_dt), replan_jump=jump)
+                jump = replan_jump(np.stack(sent[s]), k)
+                results[res.index] = dataclasses.replace(trial_outcome(res, slots[s], control_dt), replan_jump=jump)
                 if on_trial is not None:
                     on_trial(results[res.index])
-    return [results[t.index] for t in trials if until is None or t.index in until], policy_seconds
+    kept = [t.index for t in trials if until is None or t.index in until]
+    actions_sent = {t.index: np.stack(sent[s]) for s, t in slots.items() if t.index in kept}
+    return [results[i] for i in kept], policy_seconds, actions_sent
+
+
+def replan_jump(actions: np.ndarray, execute_steps: int) -> float:
+    """The mean, over a trial's re-plans, of the largest arm joint change (rad) from the action sent
+    before the re-plan to the first of the new chunk (0 without re-plans); ``actions`` (steps, 27) as
+    sent, a re-plan every ``execute_steps``. As ``run_wave`` computes it, to the bit."""
+    jumps = [
+        float(np.abs(actions[step][:7] - actions[step - 1][:7]).max())
+        for step in range(execute_steps, len(actions), execute_steps)
+    ]
+    return float(np.mean(jumps)) if jumps else 0.0
 
 
 def trial_cell(policy: Policy, config: EvalConfig) -> tuple[CellConfig, int]:
@@ -249,9 +264,11 @@ def evaluate(
                         shaping = config.shaping
                         args = (config.batch, config.workers, trial_policy, config.seed, video_dir, shaping)
                         pool = LabPool(source, cell, *args)
-                    done, secs = run_wave(pool, policy, chunked, w, wave, config, max_steps, on_trial, control_dt)
+                    done, secs, sent = run_wave(pool, policy, chunked, w, wave, config, max_steps, on_trial, control_dt)
                     policy_seconds += secs
                     if out is not None:
+                        if sent:  # before the wave's record: a recorded wave has its actions
+                            write_actions(out / WAVES_DIR / f"wave_{w:03d}.npz", key, sent)
                         atomic.write_json(
                             out / WAVES_DIR / f"wave_{w:03d}.json",
                             {"key": key, "outcomes": [dataclasses.asdict(o) for o in done]},
@@ -310,6 +327,31 @@ def read_wave(path: Path, key: str, elsewhere: str) -> list[TrialOutcome] | None
     if obj.get("key") != key:
         raise ConfigError(elsewhere)
     return outcomes
+
+
+def write_actions(path: Path, key: str, actions: dict[int, np.ndarray]) -> None:
+    """Write the actions a wave sent its trials (trial index -> (steps, 27)), under the wave's ``key``."""
+    buf = io.BytesIO()
+    np.savez(buf, key=np.array(key), **{f"trial_{i:03d}": a for i, a in actions.items()})
+    atomic.write_bytes(path, buf.getvalue())
+
+
+def read_actions(folder: Path, wave: int, key: str) -> dict[int, np.ndarray]:
+    """The actions wave ``wave`` of the evaluation in ``folder`` sent its trials (trial index -> (steps,
+    27)); empty when it kept none (an evaluation of a TrialPolicy, or one made before actions were kept).
+    ConfigError when the record is unreadable or belongs to other settings (``key``)."""
+    path = folder / WAVES_DIR / f"wave_{wave:03d}.npz"
+    if not path.is_file():
+        return {}
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            recorded = str(z["key"])
+            actions = {int(k.removeprefix("trial_")): z[k] for k in z.files if k.startswith("trial_")}
+    except (OSError, ValueError, KeyError) as e:
+        raise ConfigError(f"{path}: unreadable record of a wave's actions ({e}); delete it") from e
+    if recorded != key:
+        raise ConfigError(f"{path}: the actions of an evaluation with other settings (key {recorded}, expected {key})")
+    return actions
 
 
 def _load_wave(out: Path, w: int, key: str, wave: list[Trial]) -> list[TrialOutcome] | None:

@@ -4,8 +4,9 @@ where there are any, found in as few waves as possible.
 The rule is a function of the outcomes (in trial order) and the evaluation's batch only. The groups
 are the (kind, success) pairs that occur. Waves are taken greedily: the wave holding the most groups
 not yet covered (ties: the earliest wave), until every group is covered; each group's trial is its
-lowest-indexed trial in a taken wave. Filming runs whole waves again (``r2s2r.evaluate.film``), so
-fewer waves is less to run.
+lowest-indexed trial in a taken wave. Filming ran whole waves again before evaluations kept their
+actions (``r2s2r.evaluate.film``), so fewer waves was less to run; it replays the chosen trials alone
+now, and the rule stays so that a study's clips stay the trials they were.
 """
 
 from __future__ import annotations

@@ -32,11 +32,12 @@ COST_S = {
     "train_lane_slowdown": 1.3,
     "trial_fill": 0.8,  # fraction of the time limit an average trial runs
     "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
-    # one filmed lab step beyond the re-run wave's own: two 320x240 lab-twin captures and their encoding, and
+    # one filmed lab step beyond the physics: two 320x240 lab-twin captures and their encoding, and
     # the length of a filmed trial (half of them successes, which end early) as a fraction of the time limit:
     # the quick study of 2026-12-06 filmed 678-746 steps in 8 trials per policy, 150-169 s a stage (loaded)
     "video_frame": 0.12,
     "clip_fill": 0.45,
+    "film_start": 10.0,  # a filming's lab processes: spawned, their cells and renderers built
     # a simulated evaluation step (SimulatedCell, benchmarks/cell_speed.py): physics, and three plain renders
     "sim_step_unobserved": 0.004,
     "sim_frames": 0.015,

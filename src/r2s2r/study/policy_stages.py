@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,10 +154,10 @@ def film_stage(
     }
     train_dir, eval_dir = stages.dir(train.name, train.key), stages.dir(ev.name, ev.key)
     kinds = sum(1 for n in p.trials.counts.values() if n)
-    waves = math.ceil(p.trials.total / p.eval_batch)
-    # the waves holding the chosen trials run again (often fewer than all), then up to two filmed trials per kind
+    # up to two filmed trials per kind, replayed from the evaluation's kept actions, side by side on the workers
     clip_steps = p.max_duration * 10 * COST_S["clip_fill"]
-    est = ev.estimate_s * min(1.0, (kinds + 1) / waves) + 2 * kinds * clip_steps * COST_S["video_frame"]
+    step_s = COST_S["video_frame"] + COST_S["lab_step_unobserved"]
+    est = COST_S["film_start"] + 2 * kinds * clip_steps * step_s / max(1, min(workers, p.eval_batch))
     return PlannedStage(
         f"videos-{pol.name}",
         key,

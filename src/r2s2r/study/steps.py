@@ -211,8 +211,9 @@ def _evaluate(
 def film_policy(
     folder: Path, pol: PolicySpec, p: StudyProfile, train_dir: Path, eval_dir: Path, workers: int, console: Console
 ) -> dict[str, Any]:
-    """Film the trials the report shows (``r2s2r.study.clips``): ``videos/``, ``waves/`` and ``clips.json``
-    (per filmed trial: index, kind, condition, outcome, duration, video relative to ``folder``)."""
+    """Film the trials the report shows (``r2s2r.study.clips``), replayed from the actions the evaluation
+    in ``eval_dir`` kept: ``videos/``, ``replays/`` (or ``waves/``, for an evaluation that kept none) and
+    ``clips.json`` (per filmed trial: index, kind, condition, outcome, duration, video relative to ``folder``)."""
     from r2s2r.evaluate.film import film_trials
     from r2s2r.evaluate.results import EvalResults
     from r2s2r.policy import load_policy
@@ -225,7 +226,8 @@ def film_policy(
     policy = load_policy(train_dir / RUN)
     with count_progress(f"film {pol.name}", console) as bar:
         task = bar.add_task("film", total=len(chosen), status="")
-        filmed = film_trials(policy, res, config, chosen, folder, on_trial=lambda o: bar.update(task, advance=1))
+        advance = lambda o: bar.update(task, advance=1)  # noqa: E731
+        filmed = film_trials(policy, res, config, chosen, folder, on_trial=advance, recorded=eval_dir)
     clips = [
         {
             "trial": i,
@@ -239,4 +241,4 @@ def film_policy(
         for i in chosen
     ]
     atomic.write_json(folder / CLIPS, clips)
-    return {"clips": len(clips), "waves": len({i // config.batch for i in chosen})}
+    return {"clips": len(clips)}
