@@ -15,7 +15,8 @@ One table, one row per rung, every number measured in this run:
   control stack, never a study policy;
 - ``scripted``: the teleoperator model that collected the demonstrations (the ceiling).
 Columns: held-out open-loop mean absolute error of the first 8 actions (arm and hand, rad; the ratio
-is arm error / hold-still arm error), success on the lab's first ``--trials`` nominal trials (the
+is arm error / hold-still arm error, with its 95 % bootstrap interval over the held-out episodes),
+success on the lab's first ``--trials`` nominal trials (the
 evaluation's fixed list, 95 % Wilson interval; a longer list starts with the 24 of the default one, and
 its first three waves of 8 run exactly as in a 24-trial evaluation), safety-filter clips per trial (joint speed, joint
 limits), the mean arm-joint jump at a re-plan (rad), training minutes to that checkpoint.
@@ -246,6 +247,7 @@ def main() -> None:
                 "arm": v.get("val_arm"),
                 "hand": v.get("val_hand"),
                 "ratio": v.get("val_arm_ratio"),
+                "ratio_ci": [v["val_arm_ratio_lo"], v["val_arm_ratio_hi"]] if "val_arm_ratio_lo" in v else None,
                 "object_cm": v.get("val_object_cm"),
                 "train_minutes": v.get("seconds", float("nan")) / 60,
                 **_evaluate(args, f"image-{step}{_k(args)}", policy),
@@ -269,7 +271,7 @@ def main() -> None:
         table.add_row(
             r["rung"],
             f(r.get("arm"), ".3f"),
-            f(r.get("ratio"), ".2f"),
+            f(r.get("ratio"), ".2f") + (" [{:.2f}, {:.2f}]".format(*r["ratio_ci"]) if r.get("ratio_ci") else ""),
             f(r.get("hand"), ".3f"),
             f(r.get("object_cm"), ".1f"),
             f"{r['success']}/{r['trials']}",

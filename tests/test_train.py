@@ -433,6 +433,29 @@ def test_best_checkpoint_rule():
         TrainConfig(best_tolerance=float("nan"))
 
 
+def test_the_held_out_ratio_interval_resamples_whole_episodes():
+    from r2s2r.train.validation import ratio_interval
+
+    hold = np.array([1.0, 2.0, 3.0, 1.0, 1.0, 2.0])
+    same = np.array([0, 0, 1, 1, 2, 2])
+    assert ratio_interval(0.5 * hold, hold, same, seed=0) == pytest.approx((0.5, 0.5))  # every episode at 0.5
+    assert ratio_interval(0.5 * hold, hold, np.zeros(6), seed=0) is None  # one episode: no interval
+    # two episodes of equal hold, at 0.2 and 1.0: a resample holds twice one (0.2 or 1.0) or both (0.6)
+    err, groups = np.array([0.2, 0.2, 1.0, 1.0]), np.array([7, 7, 3, 3])
+    assert ratio_interval(err, np.ones(4), groups, seed=1) == pytest.approx((0.2, 1.0))
+    # frames of one episode move together: the interval is that of the episodes' ratios, whatever their frame
+    # counts, and the entries' order does not matter
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(10), rng.integers(5, 40, size=10))
+    hold = rng.uniform(0.05, 0.2, size=len(groups))
+    err = hold * rng.uniform(0.2, 0.8, size=10)[groups]
+    lo, hi = ratio_interval(err, hold, groups, seed=2)
+    assert lo < err.sum() / hold.sum() < hi and hi - lo > 0.05
+    order = rng.permutation(len(groups))
+    assert ratio_interval(err[order], hold[order], groups[order], seed=2) == pytest.approx((lo, hi))
+    assert ratio_interval(err, hold, groups, seed=3) != (lo, hi)  # drawn by the seed
+
+
 def test_held_out_demos_pick_the_best_checkpoint(tmp_path):
     from r2s2r.policy.checkpoint import BEST, LATEST
     from r2s2r.train.loop import is_best
@@ -447,6 +470,7 @@ def test_held_out_demos_pick_the_best_checkpoint(tmp_path):
     vals = [r for r in res.history if "val_arm" in r]
     assert [r["step"] for r in vals] == [20, 40, 60]
     assert all(r["val_hold_arm"] == vals[0]["val_hold_arm"] > 0 for r in vals)  # the same frames each time
+    assert not any("val_arm_ratio_lo" in r for r in vals)  # one held-out episode: no interval over episodes
     assert res.samples["real"] == 60 * 16
     # the latest checkpoint within best_tolerance of the lowest error before and at it
     best = [r["step"] for i, r in enumerate(vals) if is_best(r["val_arm"], lowest(vals[:i]), 0.02)][-1]

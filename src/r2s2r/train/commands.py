@@ -63,7 +63,10 @@ def train_command(
                 counts = " ".join(f"{n} {c}" for n, c in record["samples"].items())
                 info = f"loss {record['loss']:.4f}  {record['samples_per_s']:.0f} samples/s  [{counts}]"
                 if "val_arm" in record:
-                    info += f"  held-out arm {record['val_arm']:.3f} rad ({record['val_arm_ratio']:.2f} x hold still)"
+                    ratio = f"{record['val_arm_ratio']:.2f}"
+                    if "val_arm_ratio_lo" in record:  # the 95 % interval over the held-out episodes
+                        ratio += f" [{record['val_arm_ratio_lo']:.2f}, {record['val_arm_ratio_hi']:.2f}]"
+                    info += f"  held-out arm {record['val_arm']:.3f} rad ({ratio} x hold still)"
                     if "val_object_cm" in record:
                         info += f", object {record['val_object_cm']:.1f} cm"
                 bar.update(task, completed=step, status=info)

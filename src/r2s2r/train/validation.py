@@ -9,6 +9,11 @@ positions), the baseline any useful policy must beat. The latest checkpoint whos
 is within ``TrainConfig.best_tolerance`` of the lowest is the run's ``best`` (``r2s2r.policy.checkpoint``).
 Padded actions past an episode's end are left out. The probe's frames and its sampling noise are fixed by the
 run's seed.
+
+The ratio to holding still comes with a 95 % bootstrap interval over the held-out *episodes* (frames of
+one demonstration are not independent draws): ten held-out demonstrations leave it wide. Measured on
+lab 3's policy (docs/benchmarks.md, 2026-12-07, twelfth session): 0.46 x on its 10 held-out demos, 0.44
+x [0.40, 0.49] on 40 fresh ones; single demonstrations range from 0.24 to 0.95 x.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from r2s2r.train.frames import FrameReader
 
 ARM = slice(0, 7)
 HAND = slice(7, 27)
+RATIO_CI_KEYS = ("val_arm_ratio_lo", "val_arm_ratio_hi")  # a record's interval of val_arm_ratio
 
 
 def split_episodes(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -53,6 +59,8 @@ class OpenLoopError:
     hold_hand: float
     samples: int
     object_cm: float | None = None  # median error (cm) of the predicted object position, where labelled
+    # 95 % bootstrap interval of ``arm_ratio`` over the held-out episodes (None: fewer than two)
+    arm_ratio_ci: tuple[float, float] | None = None
 
     @property
     def arm_ratio(self) -> float:
@@ -66,8 +74,25 @@ class OpenLoopError:
             "val_hold_arm": self.hold_arm,
             "val_hold_hand": self.hold_hand,
             "val_arm_ratio": self.arm_ratio,
+            **({} if self.arm_ratio_ci is None else dict(zip(RATIO_CI_KEYS, self.arm_ratio_ci, strict=True))),
             **({} if self.object_cm is None else {"val_object_cm": self.object_cm}),
         }
+
+
+def ratio_interval(
+    err: np.ndarray, hold: np.ndarray, groups: np.ndarray, seed: int, resamples: int = 2000
+) -> tuple[float, float] | None:
+    """95 % percentile-bootstrap interval of ``err.sum() / hold.sum()`` resampling whole ``groups`` (an
+    id per entry: the held-out episode of each error) with replacement; None with fewer than two groups."""
+    ids, inverse = np.unique(groups, return_inverse=True)
+    if len(ids) < 2:
+        return None
+    e, h = np.bincount(inverse, weights=err, minlength=len(ids)), np.bincount(inverse, weights=hold, minlength=len(ids))
+    pick = np.random.default_rng([seed, 0xB007]).integers(0, len(ids), size=(resamples, len(ids)))
+    den = h[pick].sum(axis=1)
+    ratios = np.where(den > 0, e[pick].sum(axis=1) / np.where(den > 0, den, 1.0), np.inf)
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return float(lo), float(hi)
 
 
 def lowdim_keys(ds: Dataset, config: PolicyConfig) -> tuple[str, ...]:
@@ -105,14 +130,18 @@ class OpenLoopProbe:
                 self.obs[PAST + c] = torch.from_numpy(x)
             self.obs[PAST + "proprio"] = torch.from_numpy(past["obs/proprio"].astype(np.float32))
         self.object_state = part.get(f"obs/{OBJECT_STATE}")  # labels, where the policy learns them
+        self.episode, self.seed = part["episode"], seed
         self.actions = part["actions"][:, : self.steps].astype(np.float64)
         self.valid = ~part["action_pad_mask"][:, : self.steps]
         gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
         self.noise = torch.randn((len(idx), config.action_horizon, config.action_dim), generator=gen)
 
+    def _errors(self, pred: np.ndarray, part: slice) -> np.ndarray:
+        """(frames, steps) mean absolute error over the joints of ``part``; padded steps are 0."""
+        return np.abs(pred[:, :, part] - self.actions[:, :, part]).mean(axis=2) * self.valid
+
     def _mae(self, pred: np.ndarray, part: slice) -> float:
-        err = np.abs(pred[:, :, part] - self.actions[:, :, part]).mean(axis=2)
-        return float(err[self.valid].mean())
+        return float(self._errors(pred, part)[self.valid].mean())  # (x 1 on the valid steps: exact)
 
     @torch.inference_mode()
     def evaluate(self, model: FlowTransformer, normalizer: Normalizer, batch: int = 128) -> OpenLoopError:
@@ -135,6 +164,7 @@ class OpenLoopProbe:
             model.train(was_training)
         pred = np.concatenate(preds)
         hold = np.repeat(self.proprio.double().numpy()[:, None], self.steps, axis=1)
+        per_frame = [self._errors(x, ARM).sum(axis=1) for x in (pred, hold)]
         return OpenLoopError(
             arm=self._mae(pred, ARM),
             hand=self._mae(pred, HAND),
@@ -142,6 +172,7 @@ class OpenLoopProbe:
             hold_hand=self._mae(hold, HAND),
             samples=int(self.valid.sum()),
             object_cm=self._object_cm(np.concatenate(objects)) if objects else None,
+            arm_ratio_ci=ratio_interval(*per_frame, self.episode, self.seed),
         )
 
     def _object_cm(self, pred: np.ndarray) -> float | None:
