@@ -4,6 +4,7 @@ r2s2r cell show [--lab SEED] [--condition KIND] [--seed N] [--world FILE] --out 
 r2s2r data export DIR --format lerobot --out OUT [--crf N]
 r2s2r eval --policy CKPT|scripted|random [--lab SEED] [--world FILE] --out DIR
 r2s2r eval compare DIR DIR ...
+r2s2r train heldout --policy RUN --demos DIR [--steps N ...]
 r2s2r study run [--profile smoke|quick|paper] [--design NAME] [--lab SEED] [--out DIR]
 """
 
@@ -24,7 +25,7 @@ from r2s2r.files import output_dir, output_file
 from r2s2r.generate.commands import generate_command
 from r2s2r.generate.one import generate_one_command
 from r2s2r.study.commands import study_run_command
-from r2s2r.train.commands import train_command
+from r2s2r.train.commands import heldout_command, train_command
 
 
 def cell_show(
@@ -249,7 +250,7 @@ COMMANDS: dict[str, dict[str, Callable[..., None]] | Callable[..., None]] = {
     "calibrate": calibrate_command,
     "generate": generate_command,
     "generate-one": generate_one_command,
-    "train": train_command,
+    "train": {"": train_command, "heldout": heldout_command},
     "eval": {"": eval_command, "compare": eval_compare_command},
     "study": {"run": study_run_command},
 }

@@ -1,4 +1,5 @@
-"""``r2s2r train``: co-train a policy from the command line, with a progress bar."""
+"""``r2s2r train``: co-train a policy from the command line, with a progress bar; ``r2s2r train heldout``:
+a run's open-loop error on demonstrations it did not train on (``r2s2r.train.heldout``)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,50 @@ def train_command(
         counts = ", ".join(f"{n} {c}" for n, c in result.samples.items())
         start = f" (resumed at step {result.resumed_from})" if result.resumed_from else ""
         console.print(f"trained {preset} to step {result.step}{start}; samples seen: {counts} -> {result.checkpoint}")
+
+
+def heldout_command(
+    policy: Path,
+    demos: Path,
+    steps: tuple[int, ...] = (),
+    frames: int | None = None,
+    seed: int | None = None,
+    out: Path | None = None,
+) -> None:
+    """Open-loop action error of a training run's checkpoints on demonstrations it did not train on.
+
+    The mean absolute error of the first 8 predicted actions (arm and hand, rad) against the recorded ones,
+    beside the error of holding still, and their ratio with a 95 % bootstrap interval over the episodes.
+
+    Args:
+        policy: A training run folder (r2s2r train --out) or one of its step_* checkpoints.
+        demos: Demonstrations (r2s2r demos collect): the run's own training data (its held-out episodes
+            are measured, as its training log did) or any other (every episode).
+        steps: Checkpoints to measure, by training step (default: the run's best).
+        frames: Frames sampled from the episodes (default: the run's probe count on its own data, else 1024).
+        seed: Seed of the sampled frames and the sampler's noise (default: the run's).
+        out: Also write the rows to this JSON file.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from r2s2r import atomic
+    from r2s2r.train.heldout import heldout_errors
+
+    if Path(policy).name.startswith("step_"):
+        run, steps = Path(policy).parent, steps or (int(Path(policy).name[5:]),)
+    else:
+        run = Path(policy)
+    rows = heldout_errors(run, demos, tuple(steps), frames, seed)
+    table = Table("step", "episodes", "frames", "arm rad", "hold rad", "arm / hold [95 % CI]", "hand rad",
+                  title=f"open-loop error of {run} on {demos}")  # fmt: skip
+    for r in rows:
+        e = r.error
+        ci = "" if e.arm_ratio_ci is None else " [{:.3f}, {:.3f}]".format(*e.arm_ratio_ci)
+        which = f"{r.episodes} (its held-out split)" if r.own_split else str(r.episodes)
+        step = str(int(r.checkpoint.removeprefix("step_")))
+        table.add_row(step, which, str(r.frames), f"{e.arm:.4f}", f"{e.hold_arm:.4f}",
+                      f"{e.arm_ratio:.3f}{ci}", f"{e.hand:.4f}")  # fmt: skip
+    Console(width=max(100, Console().width)).print(table)
+    if out is not None:
+        atomic.write_json(out, {"policy": str(run), "demos": str(demos), "rows": [r.record() for r in rows]})
