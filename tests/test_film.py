@@ -100,28 +100,28 @@ def test_an_evaluation_keeps_the_actions_each_trial_was_sent(evaluated):
         read_actions(out, 0, "0" * 16)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_recorded_trials_are_replayed_alone_and_film_the_same_frames(evaluated, tmp_path, workers):
+def test_recorded_trials_are_replayed_alone_and_film_the_same_frames(evaluated, tmp_path):
     policy, res, out = evaluated
-    config = dataclasses.replace(CONFIG, workers=workers)
     chosen = [1, 4]
-    rerun = film_trials(policy, res, config, chosen, tmp_path / "rerun")  # whole waves, the policy asked again
-    # replayed: the policy is never asked, no wave runs
-    replayed = film_trials(REFUSES, res, config, chosen, tmp_path / "replay", recorded=out)
-    assert sorted(replayed) == chosen
-    for i in chosen:
-        assert {k: getattr(replayed[i], k) for k in SAME} == {k: getattr(rerun[i], k) for k in SAME}
-        assert replayed[i].video == rerun[i].video == f"videos/trial_{i:03d}.mp4"
-        a, b = (_pixels(d / replayed[i].video) for d in (tmp_path / "replay", tmp_path / "rerun"))
-        assert len(a) == replayed[i].steps + 1 and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
-    assert sorted(p.name for p in (tmp_path / "replay").iterdir()) == ["replays", "videos"]
-    assert sorted(p.name for p in (tmp_path / "replay" / "replays").iterdir()) == ["trial_001.json", "trial_004.json"]
+    rerun = film_trials(policy, res, CONFIG, chosen, tmp_path / "rerun")  # whole waves, the policy asked again
+    for workers in (1, 2):  # replayed: the policy is never asked, no wave runs; the same on 1 and 2 workers
+        config, where = dataclasses.replace(CONFIG, workers=workers), tmp_path / f"replay{workers}"
+        replayed = film_trials(REFUSES, res, config, chosen, where, recorded=out)
+        assert sorted(replayed) == chosen
+        for i in chosen:
+            assert {k: getattr(replayed[i], k) for k in SAME} == {k: getattr(rerun[i], k) for k in SAME}
+            assert replayed[i].video == rerun[i].video == f"videos/trial_{i:03d}.mp4"
+            a, b = (_pixels(d / replayed[i].video) for d in (where, tmp_path / "rerun"))
+            assert len(a) == replayed[i].steps + 1 and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+        assert sorted(p.name for p in where.iterdir()) == ["replays", "videos"]
+        assert sorted(p.name for p in (where / "replays").iterdir()) == ["trial_001.json", "trial_004.json"]
     # a rerun resumes: a lost video is replayed again, its neighbour's record is kept as it was
-    kept = (tmp_path / "replay" / "replays" / "trial_001.json").stat().st_mtime_ns
-    (tmp_path / "replay" / "videos" / "trial_004.mp4").unlink()
-    again = film_trials(REFUSES, res, config, chosen, tmp_path / "replay", recorded=out)
-    assert again[4].trace == replayed[4].trace and (tmp_path / "replay" / "videos" / "trial_004.mp4").is_file()
-    assert (tmp_path / "replay" / "replays" / "trial_001.json").stat().st_mtime_ns == kept
+    where = tmp_path / "replay1"
+    kept = (where / "replays" / "trial_001.json").stat().st_mtime_ns
+    (where / "videos" / "trial_004.mp4").unlink()
+    again = film_trials(REFUSES, res, CONFIG, chosen, where, recorded=out)
+    assert again[4].trace == replayed[4].trace and (where / "videos" / "trial_004.mp4").is_file()
+    assert (where / "replays" / "trial_001.json").stat().st_mtime_ns == kept
 
 
 def test_a_replay_that_does_not_repeat_is_an_error(evaluated, tmp_path):
