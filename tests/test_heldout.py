@@ -56,6 +56,9 @@ def test_fresh_demonstrations_are_measured_whole_and_written(run, tmp_path):
 
 def test_demonstrations_it_trained_on_and_missing_checkpoints_are_refused(run):
     root, _ = run
+    for bad in (0, -3):
+        with pytest.raises(ConfigError, match="--frames: expected a positive number"):
+            heldout_errors(root / "run", root / "real", frames=bad)
     with pytest.raises(ConfigError, match="trained on every episode.*sim0"):
         heldout_errors(root / "run", root / "sim")
     kept = r"\['step_00000010', 'step_00000020'\]"

@@ -77,13 +77,15 @@ def heldout_errors(
     1024 on other demonstrations) by ``seed`` (default: the run's)."""
     from r2s2r.policy.checkpoint import load_policy, read_checkpoint
 
+    if frames is not None and (isinstance(frames, bool) or not isinstance(frames, int) or frames < 1):
+        raise ConfigError(f"--frames: expected a positive number of frames, got {frames!r}")
     rows = []
     with Dataset(demos) as ds:
         for ckpt in _checkpoints(run, steps):
             _, meta = read_checkpoint(ckpt, verify=())
             episodes, own = _episodes(meta, ds)
             train = meta.get("train", {})
-            n = frames or (int(train.get("probe_samples", 256)) if own else 1024)
+            n = frames if frames is not None else (int(train.get("probe_samples", 256)) if own else 1024)
             policy = load_policy(ckpt)
             draw = int(train.get("seed", 0)) if seed is None else seed
             probe = OpenLoopProbe(ds, episodes, policy.config, draw, n)
