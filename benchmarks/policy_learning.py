@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/policy_learning.py --demos DIR --out DIR [--lab 0] [--preset cpu]
         [--steps N] [--state-steps N] [--at 2000 4000] [--trials 24] [--workers 2] [--threads 2] [--execute K]
+        [--past-cameras head_left ...]
 
 One table, one row per rung, every number measured in this run:
 - ``hold still``: every action repeats the current joint positions (the floor of the open-loop error,
@@ -180,6 +181,10 @@ def main() -> None:
         help="leave the earlier joint positions out of the image policy's past frame (PolicyConfig.past_proprio)",
     )  # fmt: skip
     ap.add_argument(
+        "--past-cameras", nargs="*", default=None,
+        help="the cameras whose earlier frame the image policy reads (PolicyConfig.past_cameras; default: preset's)",
+    )  # fmt: skip
+    ap.add_argument(
         "--delta-arm", action="store_true",
         help="image and privileged policies: arm targets relative to the current joints (PolicyConfig.delta_arm)",
     )  # fmt: skip
@@ -215,6 +220,8 @@ def main() -> None:
     policy = p.policy if args.object_state is None else dataclasses.replace(p.policy, object_state=args.object_state)
     if args.no_past_proprio:
         policy = dataclasses.replace(policy, past_proprio=False)
+    if args.past_cameras is not None:
+        policy = dataclasses.replace(policy, past_cameras=tuple(args.past_cameras))
     policy = dataclasses.replace(policy, **_shared(args))
     train_cfg = dataclasses.replace(p.train, steps=steps, keep_checkpoints=keep)
     if args.shift_px is not None:

@@ -248,3 +248,36 @@ def test_a_policy_with_a_past_frame_gets_the_observation_of_that_many_steps_back
         r = 2 * i
         np.testing.assert_array_equal(past[0], now[max(r - 3, 0)])
         np.testing.assert_array_equal(cur[0], now[r])
+
+
+class PastHeadPolicy(PastPolicy):
+    """A past-frame policy that reads the head camera's earlier frame alone (``past_images``); records
+    the earlier head frames it is given."""
+
+    cameras = ("head_left", "right_wrist", "left_wrist")
+    past_images = ("head_left",)
+    execute_steps = 4
+
+    def predict_chunk(self, obs, rng):
+        assert not any(k in obs for k in ("past/right_wrist", "past/left_wrist"))  # never drawn for it
+        self.given.append((obs["head_left"].copy(), obs["past/head_left"].copy()))
+        return np.repeat(home_command()[None, None], len(obs["proprio"]), axis=0).repeat(self.action_horizon, 1)
+
+
+def test_a_policy_reading_one_earlier_camera_gets_the_frame_a_full_observation_has():
+    # re-plans every 4 steps read steps 0, 4, 8 ... and the head's frame at 1, 5, ... (3 back); a run
+    # that re-plans every step draws every camera at every step: the same frames, as the lab's camera
+    # noise advances for each skipped frame as if it were taken
+    plan = TrialPlan(nominal=1, lighting=0, belt_speed=0, novel_object=0, combined=0)
+    policy = PastHeadPolicy()
+    res = evaluate(policy, LAB, EvalConfig(plan=plan, batch=1, max_duration=2.0))
+    every = PastHeadPolicy()
+    every.execute_steps = 1
+    again = evaluate(every, LAB, EvalConfig(plan=plan, batch=1, max_duration=2.0))
+    assert [o.trace for o in res.outcomes] == [o.trace for o in again.outcomes]
+    now = [g[0][0] for g in every.given]  # the head's frame at every step
+    assert len(policy.given) >= 4
+    for i, (cur, past) in enumerate(policy.given):
+        np.testing.assert_array_equal(cur[0], now[4 * i])
+        np.testing.assert_array_equal(past[0], now[max(4 * i - 3, 0)])
+    assert any(not np.array_equal(now[0], f) for f in now[1:])  # the frames do change

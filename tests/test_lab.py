@@ -6,7 +6,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from r2s2r.errors import R2S2RError
+from r2s2r.errors import ConfigError, R2S2RError
 from r2s2r.lab.real_cell import EncoderRecord, RealCell
 from r2s2r.lab.safety import SafetyFilter
 from r2s2r.lab.twin import LabTwin, _hidden_params
@@ -201,22 +201,28 @@ def test_bad_lab_input_gets_clear_errors():
 
 
 def test_skipping_frames_leaves_the_frames_a_trial_does_observe_unchanged():
-    """``act(observe=False)`` renders nothing yet advances the camera noise as a render would: the
-    frames read at steps 3 and 5 equal those of the same trial observed at every step."""
+    """``act(observe=False)`` renders nothing, ``act(observe=cameras)`` those cameras only, yet every
+    skipped frame advances the camera noise as a render would: the frames read at steps 2, 3 and 5
+    equal those of the same trial observed at every step."""
     cond = sample_condition("nominal", np.random.default_rng(4))
     action = home_command()
     action[1] += 0.05
     every, skipping = LabTwin(5), LabTwin(5)
     assert every.reset(cond, 9)["head_left"].tobytes() == skipping.reset(cond, 9)["head_left"].tobytes()
+    observe = {2: ("left_wrist",), 3: True, 4: ("head_left", "nowhere"), 5: True}
+    with pytest.raises(ConfigError, match="nowhere"):
+        skipping.act(action, observe=observe[4])  # (a refused request steps nothing: checked before acting)
     for step in range(1, 6):
         full = every.act(action)
-        part = skipping.act(action, observe=step in (3, 5))
+        part = skipping.act(action, observe=observe.get(step, False) if step != 4 else False)
         np.testing.assert_array_equal(full["proprio"], part["proprio"])
         if step in (3, 5):
             assert set(part) == set(full)
-            for cam in every.policy_cameras:
-                np.testing.assert_array_equal(part[cam], full[cam])
+        elif step == 2:
+            assert set(part) == {"left_wrist", "proprio"}  # the wrist alone, the head's frame skipped
         else:
             assert set(part) == {"proprio"}  # nothing rendered
+        for cam in set(part) - {"proprio"}:
+            np.testing.assert_array_equal(part[cam], full[cam])
     # the noise does change from frame to frame, so a skip that drew nothing would be caught
     assert every.observe()["head_left"].tobytes() != every.observe()["head_left"].tobytes()

@@ -24,14 +24,13 @@ def test_every_preset_builds_and_gives_a_finite_loss_and_chunk(name):
     torch.manual_seed(0)
     model = FlowTransformer(cfg)
     s, h, a = cfg.image_size, cfg.action_horizon, cfg.action_dim
-    frames = 2 if cfg.past_frame else 1  # a past-frame policy also encodes the earlier observation
-    keys = [*cfg.cameras, *(f"past/{c}" for c in cfg.cameras)][: frames * len(cfg.cameras)]
+    keys = [*cfg.cameras, *(f"past/{c}" for c in cfg.past_images)]  # a past-frame policy: earlier images too
     images = {k: torch.randint(0, 256, (2, s, s, 3), dtype=torch.uint8) for k in keys}
     joints = 2 if cfg.past_frame and cfg.past_proprio else 1  # the earlier joints are read only with past_proprio
     proprio = torch.randn(2, joints * cfg.proprio_dim)
     with torch.no_grad():
         tokens = model.encode(images, proprio)
-        assert tokens.shape == (2, frames * len(cfg.cameras) * cfg.tokens_per_camera + joints, cfg.width)
+        assert tokens.shape == (2, len(keys) * cfg.tokens_per_camera + joints, cfg.width)
         loss = model(images, proprio, torch.randn(2, h, a), torch.randn(2, h, a), torch.rand(2))
         assert torch.isfinite(loss)
         assert model.sample(tokens, torch.randn(2, h, a)).shape == (2, h, a)
@@ -52,10 +51,39 @@ def test_a_past_frame_without_past_proprio_reads_the_earlier_images_only():
         assert not torch.allclose(model.encode(moved, proprio), tokens)  # the earlier image is read
 
 
+def test_past_cameras_choose_which_earlier_images_are_read():
+    cams = ("head_left", "right_wrist", "left_wrist")
+    small = dict(image_size=16, token_grid=2, width=32)
+    cfg = PolicyConfig(cameras=cams, **small, past_frame=3, past_proprio=False, past_cameras=("head_left",))
+    assert cfg.past_images == ("head_left",)
+    assert obs_keys(cfg) == (*cams, "proprio", "past/head_left")
+    assert PolicyConfig(cameras=cams, past_frame=2, past_cameras=("left_wrist", "head_left")).past_images == (
+        "head_left",
+        "left_wrist",
+    )  # in the cameras' order
+    assert PolicyConfig(cameras=cams, past_frame=2).past_images == cams  # None: every camera
+    assert PolicyConfig(cameras=cams).past_images == ()  # no past frame
+    torch.manual_seed(0)
+    model = FlowTransformer(cfg).eval()
+    images = {k: torch.randint(0, 256, (2, 16, 16, 3), dtype=torch.uint8) for k in obs_keys(cfg) if k != "proprio"}
+    proprio = torch.randn(2, cfg.proprio_dim)
+    with torch.no_grad():
+        tokens = model.encode(images, proprio)
+        assert tokens.shape == (2, 4 * cfg.tokens_per_camera + 1, cfg.width)
+        moved = dict(images, **{"past/head_left": torch.zeros_like(images["past/head_left"])})
+        assert not torch.allclose(model.encode(moved, proprio), tokens)  # the earlier head image is read
+        extra = dict(images, **{"past/right_wrist": images["right_wrist"]})
+        assert torch.equal(model.encode(extra, proprio), tokens)  # and no other earlier image
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
         (dict(past_proprio=1), "past_proprio"),
+        (dict(past_frame=2, past_cameras=("nowhere",)), "past_cameras"),
+        (dict(past_frame=2, past_cameras=["head_left"]), "past_cameras"),
+        (dict(past_frame=2, past_cameras=("head_left", "head_left")), "duplicate camera"),
+        (dict(past_cameras=("head_left",)), "past_frame > 0"),
         (dict(delta_arm="yes"), "delta_arm"),
         (dict(execute_steps=20), "exceeds action_horizon"),
         (dict(image_size=8), "smaller than token_grid"),

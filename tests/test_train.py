@@ -533,6 +533,27 @@ def test_a_past_frame_policy_trains_on_the_frames_that_many_steps_back(data, tmp
     assert policy.predict_chunk(obs, rng).shape == (2, policy.action_horizon, 27)
 
 
+def test_a_policy_reading_one_earlier_camera_loads_and_probes_that_one_alone(data, tmp_path):
+    from r2s2r.train.pipeline import BatchLoader
+    from r2s2r.train.sources import open_sources
+
+    p = preset(steps=2, checkpoint_every=2, holdout=0.3, log_every=1)
+    first = p.policy.cameras[0]
+    p = dataclasses.replace(p, policy=dataclasses.replace(p.policy, past_frame=3, past_cameras=(first,)))
+    src = open_sources(data["real"], [data["sim0"]], p.policy)
+    with BatchLoader(Mixture(src.samplers, 0.5, 16), p.policy, 0, np.random.default_rng(1), prefetch=0) as loader:
+        assert sorted(k for k in loader.next().images if k.startswith("past/")) == ["past/" + first]
+    src.close()
+    train(data["real"], [data["sim0"]], tmp_path / "run", p)
+    policy = load_policy(tmp_path / "run")
+    assert policy.config.past_cameras == (first,)  # through the checkpoint's JSON
+    rng = np.random.default_rng(0)
+    obs = {c: rng.integers(0, 256, (2, 16, 16, 3), dtype=np.uint8) for c in policy.cameras}
+    obs["proprio"] = np.zeros((2, 27), np.float32)
+    obs["past/" + first], obs["past/proprio"] = obs[first], obs["proprio"]
+    assert policy.predict_chunk(obs, rng).shape == (2, policy.action_horizon, 27)
+
+
 def test_frames_stored_at_another_size_than_the_policy_are_named(data):
     from r2s2r.train.sources import resize_note
 

@@ -127,10 +127,11 @@ class LabSlots:
             run.video.write(side_by_side([self.labs[slot].capture(c, TILE_SIZE) for c in VIDEO_CAMERAS]))
 
     def step(
-        self, actions: Mapping[int, np.ndarray | None], want: set[int]
+        self, actions: Mapping[int, np.ndarray | None], want: set[int], cameras: tuple[str, ...] | None = None
     ) -> dict[int, tuple[Obs | None, SlotResult | None]]:
         """One control step of each slot in ``actions``: the given action, or (None) the slot's
-        ``TrialPolicy`` step. Returns (observation if wanted, result if the trial ended) per slot."""
+        ``TrialPolicy`` step. Returns (observation if wanted, result if the trial ended) per slot; a
+        wanted observation holds ``cameras`` only (None: every policy camera)."""
         out = {}
         for slot, action in actions.items():
             run, lab = self.running[slot], self.labs[slot]
@@ -144,7 +145,8 @@ class LabSlots:
             action = np.asarray(action, dtype=np.float64)
             t0 = time.perf_counter()
             # a chunk policy reads the images only at re-plans (``want``); a TrialPolicy may read any
-            run.obs = lab.act(action, observe=slot in want or run.step_fn is not None)
+            observe = run.step_fn is not None or (slot in want and (True if cameras is None else cameras))
+            run.obs = lab.act(action, observe=observe)
             verdict = lab.verdict()
             run.lab_seconds += time.perf_counter() - t0
             run.steps += 1
@@ -251,15 +253,15 @@ class LabPool:
                 self._conns.append(mine)
                 self._procs.append(proc)
 
-    def _call(self, method: str, per_slot: Mapping[int, object], extra: object) -> dict:
-        """``LabSlots.<method>(part, extra)`` in every process holding slots of ``per_slot``."""
+    def _call(self, method: str, per_slot: Mapping[int, object], *extra: object) -> dict:
+        """``LabSlots.<method>(part, *extra)`` in every process holding slots of ``per_slot``."""
         if self._local is not None:
-            return getattr(self._local, method)(per_slot, extra)
+            return getattr(self._local, method)(per_slot, *extra)
         parts: dict[int, dict] = {}
         for slot, value in per_slot.items():
             parts.setdefault(slot % self.workers, {})[slot] = value
         for w, part in parts.items():
-            self._conns[w].send((method, (part, extra)))
+            self._conns[w].send((method, (part, *extra)))
         out, error = {}, None
         for w in parts:  # read every reply before raising, so no worker is left mid-answer
             try:
@@ -281,9 +283,9 @@ class LabPool:
         return self._call("start", trials, want)
 
     def step(
-        self, actions: Mapping[int, np.ndarray | None], want: set[int]
+        self, actions: Mapping[int, np.ndarray | None], want: set[int], cameras: tuple[str, ...] | None = None
     ) -> dict[int, tuple[Obs | None, SlotResult | None]]:
-        return self._call("step", actions, want)
+        return self._call("step", actions, want, cameras)
 
     def run(self, trials: Mapping[int, Trial], max_steps: int) -> dict[int, SlotResult]:
         return self._call("run", trials, max_steps)

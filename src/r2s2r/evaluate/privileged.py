@@ -54,7 +54,13 @@ def state_features(view: HumanView) -> np.ndarray:
 def _state_config() -> PolicyConfig:
     cpu = get_preset("cpu").policy
     return dataclasses.replace(
-        cpu, cameras=(), proprio_dim=PROPRIO_DIM + STATE_DIM, past_frame=0, keypoints=0, object_state=0.0
+        cpu,
+        cameras=(),
+        proprio_dim=PROPRIO_DIM + STATE_DIM,
+        past_frame=0,
+        past_cameras=None,
+        keypoints=0,
+        object_state=0.0,
     )
 
 

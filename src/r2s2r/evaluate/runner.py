@@ -43,7 +43,7 @@ from r2s2r.evaluate.pool import LabPool, SlotResult
 from r2s2r.evaluate.results import EvalResults, TrialOutcome
 from r2s2r.evaluate.trials import Trial, TrialList, TrialPlan, make_trials
 from r2s2r.policy.horizon import ChunkEnsemble, check_decay, inpaint_weights, takes_guide
-from r2s2r.policy.protocol import PAST, past_frame, with_past
+from r2s2r.policy.protocol import PAST, past_frame, past_images, with_past
 from r2s2r.world.cell import CellConfig
 
 _SALT = 0x0E7A1  # separates the policy's draws from other uses of the same seed
@@ -146,8 +146,13 @@ def run_wave(
     first = pool.start(slots, set(slots))
     seen: dict[int, dict[int, dict]] = {s: {0: o} for s, o in first.items()}  # slot -> step -> observation
 
-    def needed(step: int) -> bool:  # is the observation of ``step`` read (a re-plan, or d before one)?
-        return step % k == 0 or (d > 0 and (step + d) % k == 0)
+    earlier = past_images(policy) if d else ()
+    earlier = None if set(earlier) == set(policy.cameras) else earlier
+
+    def frames(step: int) -> tuple[str, ...] | None:  # the cameras read at ``step`` (None: every one)
+        if step % k == 0:  # a re-plan
+            return None
+        return earlier if d > 0 and (step + d) % k == 0 else ()  # d before one: the earlier frame's cameras
 
     results: dict[int, TrialOutcome] = {}
     policy_seconds = 0.0
@@ -176,8 +181,9 @@ def run_wave(
         actions = {s: ensembles[s].action(step) for s in running}
         for s in running:
             sent[s].append(actions[s])
-        want = set(running) if needed(step + 1) else set()
-        for s, (o, res) in pool.step(actions, want).items():
+        cams = frames(step + 1)
+        want = set(running) if cams is None or cams else set()
+        for s, (o, res) in pool.step(actions, want, cams).items():
             if o is not None:
                 seen[s][step + 1] = o
             if res is not None:
@@ -209,10 +215,10 @@ def trial_cell(policy: Policy, config: EvalConfig) -> tuple[CellConfig, int]:
 
 
 def _predict(policy, obs: list[dict[str, np.ndarray]], rng: np.random.Generator, guide=None) -> np.ndarray:
-    prefixes = ("", PAST) if past_frame(policy) else ("",)
+    read = [("", policy.cameras), *([(PAST, past_images(policy))] if past_frame(policy) else [])]
     batch = {}
-    for pre in prefixes:
-        batch.update({pre + c: np.stack([o[pre + c] for o in obs]) for c in policy.cameras})
+    for pre, cameras in read:
+        batch.update({pre + c: np.stack([o[pre + c] for o in obs]) for c in cameras})
         batch[pre + "proprio"] = np.stack([o[pre + "proprio"] for o in obs]).astype(np.float32)
     chunk = np.asarray(policy.predict_chunk(batch, rng) if guide is None else policy.predict_chunk(batch, rng, guide))
     expected = (len(obs), policy.action_horizon, 27)

@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from r2s2r.world import rizon
+from r2s2r.world.cell import Observe
 from r2s2r.world.conditions import Condition
 from r2s2r.world.judge import Verdict
 from r2s2r.world.scene import TargetMount
@@ -93,10 +94,11 @@ class TrialCell(Protocol):
     def observe(self) -> dict[str, np.ndarray]:
         """Policy cameras (uint8, ``image_size`` square) and ``proprio`` (27 joint positions)."""
 
-    def act(self, action: np.ndarray, observe: bool = True) -> dict[str, np.ndarray]:
+    def act(self, action: np.ndarray, observe: Observe = True) -> dict[str, np.ndarray]:
         """Execute one 10 Hz action (7 arm + 20 hand joint targets) and observe. With ``observe``
-        False the caller reads only ``proprio`` of the result: a cell may skip its cameras (the
-        twin does, keeping every later frame as it would have been); a real one may still send them."""
+        False the caller reads only ``proprio`` of the result, with a collection of camera names only
+        those cameras' images and ``proprio``: a cell may skip the other cameras (the twin does, keeping
+        every later frame as it would have been); a real one may still send them."""
 
     def last_command(self, side: str) -> np.ndarray:
         """The joint targets (27,) the side's controller is tracking: the last command as it reached

@@ -12,7 +12,8 @@ evaluation runs a policy on the same trial list in the lab or in a simulator:
 - ``reset(condition, seed)``: the world's visual randomisation (if any), its sensor noise and the
   person's errors draw from generators seeded by the trial seed alone: same world and trial, same
   bytes, whichever process runs it;
-- ``act(observe=False)`` skips the frames and advances the noise stream as if they were taken.
+- ``act(observe=False)`` (or a collection of cameras) skips the frames (the others) and advances the
+  noise stream as if they were taken.
 
 Only trials: the measurement procedures of a ``RealCell`` (guarded moves, the scale, targets) are
 the lab's; a simulated world is open and read directly (``SimulatedCell.sim``, a ``SimCell``).
@@ -27,7 +28,7 @@ from r2s2r.geometry import quat_to_mat
 from r2s2r.lab.person import PersonBias, person_view
 from r2s2r.lab.real_cell import HumanView, KinematicCalibration
 from r2s2r.lab.safety import SafetyFilter, SafetyLimits
-from r2s2r.world.cell import CellConfig, SimCell, check_action
+from r2s2r.world.cell import CellConfig, Observe, SimCell, check_action
 from r2s2r.world.conditions import Condition
 from r2s2r.world.judge import Verdict
 from r2s2r.world.params import WorldParams
@@ -68,7 +69,7 @@ class SimulatedCell:
     def observe(self) -> dict[str, np.ndarray]:
         return self._cell.observe()
 
-    def act(self, action: np.ndarray, observe: bool = True) -> dict[str, np.ndarray]:
+    def act(self, action: np.ndarray, observe: Observe = True) -> dict[str, np.ndarray]:
         if self._person is None:
             raise ConfigError("act called before reset")
         eng = self._cell.engine

@@ -18,7 +18,7 @@ from r2s2r.lab.asbuilt import draw_as_built, factory_file
 from r2s2r.lab.person import PersonBias, person_view
 from r2s2r.lab.real_cell import EncoderRecord, GuardedMoveResult, HumanView, KinematicCalibration
 from r2s2r.lab.safety import SafetyFilter, SafetyLimits
-from r2s2r.world.cell import CellConfig, check_action
+from r2s2r.world.cell import CellConfig, Observe, check_action, drawn
 from r2s2r.world.conditions import Condition
 from r2s2r.world.engine import CellEngine
 from r2s2r.world.judge import Judge, Verdict
@@ -111,22 +111,26 @@ class LabTwin:
         return self.observe()
 
     def observe(self) -> dict[str, np.ndarray]:
+        return self.__frames(self.policy_cameras)
+
+    def __frames(self, draw: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """``observe`` drawing only the cameras in ``draw``: a skipped frame advances the camera noise
+        stream as if it were taken, so the frames a trial does observe do not depend on which ones it
+        skipped."""
         size = (self.image_size, self.image_size)
-        obs = {c: self.__engine.render(c, size, self.__trial_rng) for c in self.policy_cameras}
+        obs = {}
+        for c in self.policy_cameras:
+            if c in draw:
+                obs[c] = self.__engine.render(c, size, self.__trial_rng)
+            else:
+                self.__engine.skip_render(c, size, self.__trial_rng)
         obs["proprio"] = self.__engine.joint_positions("right")
         return obs
 
-    def __skip_frames(self) -> dict[str, np.ndarray]:
-        """``observe`` without the images: the camera noise stream advances as if they were taken,
-        so the frames a trial does observe do not depend on which ones it skipped."""
-        size = (self.image_size, self.image_size)
-        for c in self.policy_cameras:
-            self.__engine.skip_render(c, size, self.__trial_rng)
-        return {"proprio": self.__engine.joint_positions("right")}
-
-    def act(self, action: np.ndarray, observe: bool = True) -> dict[str, np.ndarray]:
+    def act(self, action: np.ndarray, observe: Observe = True) -> dict[str, np.ndarray]:
         if self.__judge is None:
             raise ConfigError("act called before reset")
+        draw = drawn(self.policy_cameras, observe)
         safe = self.__safe("right", check_action(action), self.control_dt)
         self.__engine.step({"right": safe})
         self.__time += self.control_dt
@@ -134,7 +138,7 @@ class LabTwin:
             self.__verdict = self.__judge.update(self.__engine.data)
             if not self.__verdict.done and self.__time >= self.__config.max_duration - 1e-9:
                 self.__verdict = self.__judge.finish()
-        return self.observe() if observe else self.__skip_frames()
+        return self.__frames(draw)
 
     def last_command(self, side: str) -> np.ndarray:
         return self.__engine.command(_check_side(side)).copy()

@@ -39,7 +39,11 @@ class PolicyConfig:
     decides where the object will be when the hand arrives; two frames do. ``past_proprio = False``
     leaves the earlier joint positions out (the earlier images stay): with them the policy can read
     its own arm's velocity and continue it, the "copycat" shortcut of behaviour cloning from
-    observation histories (Wen et al. 2020), instead of following the object.
+    observation histories (Wen et al. 2020), instead of following the object. ``past_cameras`` names
+    the cameras whose earlier frame is read (None: every camera): a camera that never moves (the head,
+    the static left arm's wrist) shows the belt's motion; the moving right wrist's earlier frame shows
+    mostly the arm's own motion and costs as much as the others (each earlier frame is one more pass
+    of its encoder and ``token_grid**2`` more tokens through the transformer).
 
     ``object_state`` = w > 0 adds an auxiliary loss: a small head predicts the object's state
     (``r2s2r.data.object_state``: position in the belt frame, yaw, belt speed, which object) from the
@@ -76,6 +80,7 @@ class PolicyConfig:
     normalization: str = "quantile"
     past_frame: int = 0
     past_proprio: bool = True  # with past_frame: also the earlier joint positions
+    past_cameras: tuple[str, ...] | None = None  # with past_frame: the cameras whose earlier frame is read (None: all)
     keypoints: int = 0  # K spatial-softmax keypoints per camera, one more token (see CameraEncoder)
     object_state: float = 0.0  # weight of the auxiliary object-state loss (0: none)
     delta_arm: bool = False  # arm targets predicted relative to the current arm joints
@@ -103,6 +108,16 @@ class PolicyConfig:
             _positive(name, getattr(self, name))
         if isinstance(self.past_frame, bool) or not isinstance(self.past_frame, int) or self.past_frame < 0:
             raise ConfigError(f"PolicyConfig.past_frame: expected an integer >= 0, got {self.past_frame!r}")
+        if self.past_cameras is not None:
+            if not isinstance(self.past_cameras, tuple) or not set(self.past_cameras) <= set(self.cameras):
+                raise ConfigError(
+                    f"PolicyConfig.past_cameras: expected a tuple of cameras among {self.cameras!r} (or None for all), "
+                    f"got {self.past_cameras!r}"
+                )
+            if len(set(self.past_cameras)) != len(self.past_cameras):
+                raise ConfigError(f"PolicyConfig.past_cameras: duplicate camera in {self.past_cameras!r}")
+            if not self.past_frame:
+                raise ConfigError("PolicyConfig.past_cameras: set only with past_frame > 0 (an earlier frame to read)")
         if not isinstance(self.delta_arm, bool):
             raise ConfigError(f"PolicyConfig.delta_arm: expected true or false, got {self.delta_arm!r}")
         if not isinstance(self.past_proprio, bool):
@@ -145,6 +160,13 @@ class PolicyConfig:
             raise ConfigError(f"PolicyConfig.time_min: expected a value in [0, 1), got {self.time_min}")
         if self.normalization not in MODES:
             raise UnknownNameError("normalisation mode", self.normalization, MODES)
+
+    @property
+    def past_images(self) -> tuple[str, ...]:
+        """The cameras whose earlier frame the policy reads, in ``cameras`` order (none without past_frame)."""
+        if not self.past_frame:
+            return ()
+        return self.cameras if self.past_cameras is None else tuple(c for c in self.cameras if c in self.past_cameras)
 
     @property
     def tokens_per_camera(self) -> int:

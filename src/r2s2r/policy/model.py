@@ -30,7 +30,7 @@ class FlowTransformer(nn.Module):
     """All tensors here are normalised (see ``Normalizer``) except the uint8 images.
 
     ``encode`` turns images {camera: (B, S, S, 3) uint8} and proprio (B, P) into observation tokens
-    (B, N, width), N = cameras x (token_grid**2 + [keypoints > 0]) + 1 (twice with past_frame);
+    (B, N, width), N = (cameras + past_images) x (token_grid**2 + [keypoints > 0]) + 1 (+1 with past_proprio);
     ``velocity`` predicts the flow velocity of noisy action chunks (B, H, A) at times t (B,) given
     those tokens; ``forward`` is the training loss; ``object_state`` the auxiliary object-state head.
     """
@@ -61,13 +61,14 @@ class FlowTransformer(nn.Module):
             self.register_buffer("object_scale", torch.tensor(OBJECT_STATE_SCALE), persistent=False)
 
     def encode(self, images: Mapping[str, torch.Tensor], proprio: torch.Tensor) -> torch.Tensor:
-        """With ``past_frame``, ``images`` also holds ``past/<camera>`` and, with ``past_proprio``,
-        ``proprio`` is (B, 2 P): the current then the earlier joint positions (normalised)."""
+        """With ``past_frame``, ``images`` also holds ``past/<camera>`` (of ``config.past_images``) and,
+        with ``past_proprio``, ``proprio`` is (B, 2 P): the current then the earlier joint positions
+        (normalised)."""
         p = self.config.proprio_dim
         tokens = [self.cameras[c](images[c]) for c in self.config.cameras]
         tokens.append(self.proprio(proprio[:, :p])[:, None])
         if self.config.past_frame:
-            tokens += [self.cameras[c](images[PAST + c]) + self.past for c in self.config.cameras]
+            tokens += [self.cameras[c](images[PAST + c]) + self.past for c in self.config.past_images]
             if self.config.past_proprio:
                 tokens.append(self.proprio(proprio[:, p:])[:, None] + self.past)
         return self.encoder(torch.cat(tokens, dim=1))

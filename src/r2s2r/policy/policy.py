@@ -18,7 +18,7 @@ from r2s2r.policy.protocol import PAST
 def obs_keys(config: PolicyConfig) -> tuple[str, ...]:
     """The observation entries ``config``'s policy reads (``past/...`` ones with ``past_frame``)."""
     now = (*config.cameras, "proprio")
-    past = (*config.cameras, "proprio") if config.past_proprio else config.cameras
+    past = (*config.past_images, "proprio") if config.past_proprio else config.past_images
     return (*now, *(PAST + k for k in past)) if config.past_frame else now
 
 
@@ -98,6 +98,10 @@ class Policy:
     @property
     def past_frame(self) -> int:
         return self.config.past_frame
+
+    @property
+    def past_images(self) -> tuple[str, ...]:
+        return self.config.past_images
 
     def replanning_every(self, k: int) -> Policy:
         """This policy (the same weights) executing ``k`` actions of each chunk before predicting again:

@@ -10,7 +10,8 @@ initial noise) comes from the ``rng`` passed in, so the same seed gives the same
 A policy with ``past_frame`` = d > 0 (an optional attribute; 0 when absent) also needs the
 observation of d control steps earlier (the trial's first one while fewer than d steps have
 passed), under the keys ``past/<camera>`` and ``past/proprio``: one frame alone does not show how
-fast the object moves on the belt.
+fast the object moves on the belt. Its optional ``past_images`` names the cameras whose earlier frame
+it reads (absent: all of ``cameras``); a caller may leave the others out.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ PAST = "past/"
 def past_frame(policy: object) -> int:
     """How many control steps back a policy's second observation is (0: it needs none)."""
     return int(getattr(policy, "past_frame", 0) or 0)
+
+
+def past_images(policy: object) -> tuple[str, ...]:
+    """The cameras whose earlier frame a past-frame policy reads: its ``past_images``, else every camera."""
+    chosen = getattr(policy, "past_images", None)
+    return tuple(policy.cameras if chosen is None else chosen)
 
 
 def with_past(obs: Mapping[str, np.ndarray], past: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -24,7 +24,8 @@ COST_S = {
     "sim_admitted_96px": 5.0,  # seconds per admitted simulated trajectory, its rejected attempts included
     # one optimiser step on the two cores: cpu 0.243 s in benchmarks/train_speed.py, 0.25-0.27 s inside the
     # quick study of 2026-12-06 (fifth session: 740-800 s per 3000 steps, real frames decoded beside it)
-    "train_step": {"tiny": 0.02, "cpu": 0.26, "gpu": 5.0},
+    # x 0.72 since the cpu preset reads the head camera's earlier frame alone (train_lanes.py, 2026-12-07)
+    "train_step": {"tiny": 0.02, "cpu": 0.19, "gpu": 5.0},
     # a step of a training on a share of the cores beside others, against one training on all of them:
     # benchmarks/train_lanes.py (2026-12-06, synthetic data) 0.34 s a step for each of two one-thread runs
     # against 0.227 s for one two-thread run (1.5); the quick study (seventh session) 990 s per 3000 steps
@@ -55,6 +56,7 @@ def eval_estimate_s(p: StudyProfile, workers: int, observed: float, world: str =
 
 
 def observed_share(pc) -> float:
-    """The share of steps a chunk policy (``PolicyConfig``) reads frames on: each re-plan and, for a
-    past frame, ``past_frame`` steps before it."""
-    return (1 + (pc.past_frame % pc.execute_steps != 0)) / pc.execute_steps
+    """The frames a chunk policy (``PolicyConfig``) reads per step, in steps' worth of every camera: each
+    re-plan and, for a past frame, ``past_frame`` steps before it its ``past_images`` cameras."""
+    past = len(pc.past_images) / len(pc.cameras) if pc.cameras and pc.past_frame % pc.execute_steps else 0.0
+    return (1 + past) / pc.execute_steps

@@ -116,6 +116,8 @@ class BatchLoader:
             ]
             past_frames = [self.frames.read(name, p["episode"], p["t"]) for name, p in zip(names, past, strict=True)]
             for j, cam in enumerate(self.config.cameras):
+                if cam not in self.config.past_images:
+                    continue
                 stacked = np.concatenate([f[cam] for f in past_frames])
                 images[PAST + cam] = shift_images(stacked, plan.shifts[:, j], self.shift_px)  # same camera jitter
             past_proprio = np.concatenate([p["obs/proprio"] for p in past]).astype(np.float32, copy=False)

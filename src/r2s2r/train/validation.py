@@ -127,7 +127,8 @@ class OpenLoopProbe:
         if config.past_frame:
             past = sampler.sample(idx - np.minimum(part["t"], config.past_frame))
             for c, x in frames.read("real", past["episode"], past["t"]).items():
-                self.obs[PAST + c] = torch.from_numpy(x)
+                if c in config.past_images:
+                    self.obs[PAST + c] = torch.from_numpy(x)
             self.obs[PAST + "proprio"] = torch.from_numpy(past["obs/proprio"].astype(np.float32))
         self.object_state = part.get(f"obs/{OBJECT_STATE}")  # labels, where the policy learns them
         self.episode, self.seed = part["episode"], seed

@@ -8,6 +8,7 @@ Observations: one uint8 image (``image_size`` square) per camera in ``cameras`` 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,22 @@ def check_action(action: np.ndarray) -> np.ndarray:
     if a.shape != (N_SIDE,):
         raise ConfigError(f"action: expected shape ({N_SIDE},) (7 arm + 20 hand joint targets), got {a.shape}")
     return a
+
+
+Observe = bool | Collection[str]  # which policy cameras a step draws: all (True), none (False), or these
+
+
+def drawn(cameras: tuple[str, ...], observe: Observe) -> tuple[str, ...]:
+    """The cameras of ``cameras`` (in their order) a step asked to ``observe`` draws; ConfigError for a
+    name that is not one of them."""
+    if isinstance(observe, bool):
+        return cameras if observe else ()
+    if isinstance(observe, str) or not isinstance(observe, Collection):
+        raise ConfigError(f"observe: expected true, false or a collection of camera names, got {observe!r}")
+    unknown = sorted(set(observe) - set(cameras))
+    if unknown:
+        raise ConfigError(f"observe: camera(s) {unknown} are not among the policy cameras {list(cameras)}")
+    return tuple(c for c in cameras if c in observe)
 
 
 class SimCell:
@@ -82,11 +99,13 @@ class SimCell:
         )
         self._engine.set_object_color(1 + rng.uniform(-r.object_color, r.object_color, 3))
 
-    def step(self, action: np.ndarray, observe: bool = True) -> tuple[dict[str, np.ndarray], Verdict]:
+    def step(self, action: np.ndarray, observe: Observe = True) -> tuple[dict[str, np.ndarray], Verdict]:
         """Apply one action for one control period; returns (observation, verdict). With ``observe``
-        False the observation holds only ``proprio`` (see ``observe``)."""
+        False the observation holds only ``proprio``, with camera names those cameras' images and
+        ``proprio`` (see ``observe``)."""
         if self._judge is None:
             raise ConfigError("step called before reset")
+        drawn(self.config.cameras, observe)  # a bad request is refused before the step
         self._engine.step({"right": check_action(action)})
         self.time += self.config.control.control_dt
         if not self.verdict.done:
@@ -95,15 +114,17 @@ class SimCell:
                 self.verdict = self._judge.finish()
         return self.observe(images=observe), self.verdict
 
-    def observe(self, images: bool = True) -> dict[str, np.ndarray]:
-        """The cameras' images and ``proprio``. With ``images`` False only ``proprio``: the sensor noise
-        stream advances as if the frames were taken, so later frames do not depend on skipped ones."""
+    def observe(self, images: Observe = True) -> dict[str, np.ndarray]:
+        """The cameras' images and ``proprio``; with ``images`` False only ``proprio``, with camera names
+        only theirs. A frame not drawn advances the sensor noise stream as if it were taken, so later
+        frames do not depend on skipped ones."""
         size = (self.config.image_size, self.config.image_size)
-        if images:
-            obs = {cam: self._engine.render(cam, size, self._rng) for cam in self.config.cameras}
-        else:
-            obs = {}
-            for cam in self.config.cameras:
+        draw = drawn(self.config.cameras, images)
+        obs = {}
+        for cam in self.config.cameras:
+            if cam in draw:
+                obs[cam] = self._engine.render(cam, size, self._rng)
+            else:
                 self._engine.skip_render(cam, size, self._rng)
         obs["proprio"] = self._engine.joint_positions("right")
         return obs
