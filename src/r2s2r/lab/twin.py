@@ -117,15 +117,7 @@ class LabTwin:
         """``observe`` drawing only the cameras in ``draw``: a skipped frame advances the camera noise
         stream as if it were taken, so the frames a trial does observe do not depend on which ones it
         skipped."""
-        size = (self.image_size, self.image_size)
-        obs = {}
-        for c in self.policy_cameras:
-            if c in draw:
-                obs[c] = self.__engine.render(c, size, self.__trial_rng)
-            else:
-                self.__engine.skip_render(c, size, self.__trial_rng)
-        obs["proprio"] = self.__engine.joint_positions("right")
-        return obs
+        return self.__engine.observation(self.policy_cameras, draw, self.image_size, self.__trial_rng)
 
     def act(self, action: np.ndarray, observe: Observe = True) -> dict[str, np.ndarray]:
         if self.__judge is None:

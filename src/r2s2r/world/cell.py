@@ -118,16 +118,8 @@ class SimCell:
         """The cameras' images and ``proprio``; with ``images`` False only ``proprio``, with camera names
         only theirs. A frame not drawn advances the sensor noise stream as if it were taken, so later
         frames do not depend on skipped ones."""
-        size = (self.config.image_size, self.config.image_size)
         draw = drawn(self.config.cameras, images)
-        obs = {}
-        for cam in self.config.cameras:
-            if cam in draw:
-                obs[cam] = self._engine.render(cam, size, self._rng)
-            else:
-                self._engine.skip_render(cam, size, self._rng)
-        obs["proprio"] = self._engine.joint_positions("right")
-        return obs
+        return self._engine.observation(self.config.cameras, draw, self.config.image_size, self._rng)
 
     def render(self, camera: str, size: tuple[int, int] | None = None) -> np.ndarray:
         """Image of any camera (full sensor resolution when ``size`` is None), noise-free."""

@@ -243,6 +243,21 @@ class CellEngine:
         """Advance ``rng`` as ``render`` would, rendering nothing (a frame nobody reads)."""
         self.renderer.skip(camera, size, rng)
 
+    def observation(
+        self, cameras: tuple[str, ...], draw: tuple[str, ...], size: int, rng: np.random.Generator | None
+    ) -> dict[str, np.ndarray]:
+        """The right arm's observation: the ``draw`` cameras' ``size`` square frames and ``proprio``; each of
+        ``cameras`` not drawn advances ``rng`` as its frame would, so later frames do not depend on the
+        skipped ones."""
+        obs = {}
+        for cam in cameras:
+            if cam in draw:
+                obs[cam] = self.render(cam, (size, size), rng)
+            else:
+                self.skip_render(cam, (size, size), rng)
+        obs["proprio"] = self.joint_positions("right")
+        return obs
+
     def close(self) -> None:
         """Release every GL context this engine created."""
         for _model, _data, renderer in self._built.values():
