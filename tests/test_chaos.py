@@ -212,11 +212,13 @@ def assert_same_study(ref: Path, out: Path) -> None:
                     assert f.read_bytes() == (twin / "data" / f.name).read_bytes(), f
             if (d / "data" / "attempts.jsonl").is_file():
                 assert _attempts(d / "data") == _attempts(twin / "data"), name
-        if name.startswith("train-"):  # one checkpoint, of the last step, with the same weights and state
+        if name.startswith("train-"):  # the checkpoints of the uninterrupted run, the last with the same weights
             run, last = d / "run", _json(d / STAGE_FILE)["key"].get("stop_at", PROFILE.steps)  # early-stop anchors
             steps = sorted(p.name for p in run.iterdir() if p.is_dir())
-            assert steps == [f"step_{last:08d}"] and (run / "latest").read_text().strip() == steps[0]
-            ckpt, twin_ckpt = run / steps[0], twin / "run" / steps[0]
+            # the baseline's run also checkpoints at the early-stop steps (its copies there: ``early/``)
+            assert steps == sorted(p.name for p in (twin / "run").iterdir() if p.is_dir())
+            assert steps[-1] == f"step_{last:08d}" and (run / "latest").read_text().strip() == steps[-1]
+            ckpt, twin_ckpt = run / steps[-1], twin / "run" / steps[-1]
             assert sorted(p.name for p in ckpt.iterdir()) == sorted(p.name for p in twin_ckpt.iterdir())
             for f in ("model.safetensors", "train.safetensors", "stats.json"):  # weights, optimiser, normaliser
                 assert (ckpt / f).read_bytes() == (twin_ckpt / f).read_bytes(), ckpt / f

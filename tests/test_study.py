@@ -337,17 +337,21 @@ def test_the_baseline_stopped_early_is_its_own_training_run_ended_at_each_step(t
     plain = dataclasses.replace(PROFILES["smoke"], anchor_steps=())
     early = dataclasses.replace(plain, anchor_steps=(5, 10))
     before, plan = (plan_study(p, design, tmp_path, 2, QUIET) for p in (plain, early))
-    # the last policy trains on one thread beside the early stops, not alone on both cores before them
+    # the early stops are copies the baseline's run keeps: no training beside the others, so the last
+    # policy still trains alone on both cores; the baseline's run checkpoints at the early steps too
     last = design.policies[-1].name
     threads = [pl.stage(pl.policies[last][0]).key["torch_threads"] for pl in (before, plan)]
-    assert threads == [2, 1] and all(plan.stage(t).key["torch_threads"] == 1 for t, _ in plan.policies.values())
-    # nothing else changes: every other stage of the plain plan is in the new one with its key
-    kept = {s.name: s.hash for s in before.stages if last not in s.name}
-    assert len(kept) < len(before.stages) and kept.items() <= {s.name: s.hash for s in plan.stages}.items()
+    assert threads == [2, 2]
     base = plan.stage(plan.policies["real-only"][0])
+    assert base.key == before.stage(before.policies["real-only"][0]).key | {"keep_at": [5, 10]}
+    # nothing else changes: every stage of the plain plan but the baseline's is in the new one with its key
+    kept = {s.name: s.hash for s in before.stages if "real-only" not in s.name}
+    assert len(kept) < len(before.stages) and kept.items() <= {s.name: s.hash for s in plan.stages}.items()
     for k in (5, 10):
         train = plan.stage(f"train-real-only@{k}")
-        assert train.key == base.key | {"stop_at": k} and train.cores == base.cores  # same run, same threads
+        # the key of the same run ended at k (trained again where the copy is missing), after the trainings
+        assert train.key == {n: v for n, v in base.key.items() if n != "keep_at"} | {"stop_at": k}
+        assert train.cores is None and "copy" in train.what and train.estimate_s < 10
         where = plan.anchors[f"real-only@{k}"]
         assert set(where) == {"lab", "grounded", "ungrounded"}
         lab_eval = plan.stage(plan.policies["real-only"][1])
@@ -376,4 +380,10 @@ def test_the_smoke_studys_early_stopped_baseline_retraces_its_run(smoke):
         assert (e["loss"], e["lr"], e["grad_norm"]) == (f["loss"], f["lr"], f["grad_norm"])
     run = next(stages.glob(f"train-real-only@{k}-*")) / "run"
     assert (run / "latest").read_text().strip() == f"step_{k:08d}"
+    # a copy of the baseline's run as it passed step k, not a second training: the same files
+    kept = next(stages.glob("train-real-only-[0-9a-f]*")) / "early" / f"step_{k:08d}"
+    assert json.loads(run.parent.joinpath("stage.json").read_text())["summary"]["copied_from"] == str(kept)
+    copied = sorted(p.relative_to(run) for p in run.rglob("*") if p.is_file())
+    assert copied == sorted(p.relative_to(kept) for p in kept.rglob("*") if p.is_file())
+    assert all((run / f).read_bytes() == (kept / f).read_bytes() for f in copied)
     assert f"real-only@{k}" in results["agreement_anchored"]["policies"]

@@ -152,6 +152,28 @@ def test_resuming_after_step_2_equals_training_4_steps_straight(data, straight, 
         train(data["real"], [data["sim1"]], part, preset(steps=4, ratio=0.5, checkpoint_every=100, log_every=1))
 
 
+def test_a_checkpoint_asked_for_midway_is_the_folder_of_a_run_stopped_there(data, straight, tmp_path, one_torch_thread):
+    # the study keeps a copy of its baseline's run at each early-stop step in place of a second training
+    import shutil
+
+    p, out, full = straight
+    copy = tmp_path / "copy"
+
+    def keep(step, record):
+        if step == 2:
+            shutil.copytree(tmp_path / "full", copy)
+
+    train(data["real"], [data["sim0"]], tmp_path / "full", p, checkpoint_at=(2,), on_step=keep)
+    stopped = tmp_path / "stopped"
+    train(data["real"], [data["sim0"]], stopped, p, stop_at=2)
+    assert sorted(f.name for f in copy.iterdir()) == sorted(f.name for f in stopped.iterdir())
+    for name in ("model.safetensors", "train.safetensors", "stats.json"):
+        assert (copy / "step_00000002" / name).read_bytes() == (stopped / "step_00000002" / name).read_bytes()
+    # and the run goes on as if nothing happened at step 2: the same weights at step 4
+    a, b = out / "step_00000004", tmp_path / "full" / "step_00000004"
+    assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
+
+
 def test_the_checkpoint_records_the_mixture_and_the_policy_input(straight):
     p, out, result = straight
     meta = json.loads((out / "step_00000004" / "config.json").read_text())

@@ -51,17 +51,18 @@ def test_the_study_retrains_when_the_thread_count_changes(tmp_path, monkeypatch)
         monkeypatch.setattr(runner, "train_threads", lambda: cores)
         return runner.plan_study(get_profile("smoke"), get_design("grounding"), tmp_path, 1, Console(quiet=True))
 
-    # five policies and the baseline stopped early (an agreement anchor, on its baseline's threads: its run
-    # up to that step) share the cores as six trainings: one thread each on 2 cores (without the early
-    # stop the fifth would run alone on both), two each on 16
+    # five policies share the cores: one thread each two at a time on 2 cores, the fifth alone on both;
+    # three each on 16; the baseline stopped early (an agreement anchor: a copy its run keeps) has the
+    # baseline's threads and runs after the trainings, not beside them
     two, many = plan(2), plan(16)
     assert (two.cores, many.cores) == (2, 16) and get_profile("smoke").anchor_steps == (10,)
     two, many = ({s.name: s for s in p.stages} for p in (two, many))
     trains = [n for n in two if n.startswith("train-")]
     assert trains[-1] == "train-real-only@10"
-    assert [two[n].key["torch_threads"] for n in trains] == [1] * 6
-    assert [many[n].key["torch_threads"] for n in trains] == [2] * 6
-    assert [two[n].cores for n in trains] == [1] * 6 and all(many[n].side_by_side for n in trains)
+    assert [two[n].key["torch_threads"] for n in trains] == [1, 1, 1, 1, 2, 1]
+    assert [many[n].key["torch_threads"] for n in trains] == [3] * 6
+    assert [two[n].cores for n in trains] == [1, 1, 1, 1, 2, None]
+    assert all(many[n].side_by_side for n in trains[:-1]) and not many[trains[-1]].side_by_side
     for name in two:  # the training stages and everything downstream of them change; the data stages do not
         downstream = name.split("-", 1)[0] in ("train", "eval", "simeval", "videos") or "@" in name
         assert (two[name].hash != many[name].hash) == downstream, name

@@ -31,6 +31,7 @@ COST_S = {
     # against 0.227 s for one two-thread run (1.5); the quick study (seventh session) 990 s per 3000 steps
     # for each of two side by side against 740-800 s alone on both cores the session before (1.3)
     "train_lane_slowdown": 1.3,
+    "early_copy": 5.0,  # an early-stop anchor copied from the full run's folder (a few MB)
     "trial_fill": 0.8,  # fraction of the time limit an average trial runs
     "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
     # one filmed lab step beyond the physics: two 320x240 lab-twin captures and their encoding, and

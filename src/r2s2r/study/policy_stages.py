@@ -5,7 +5,10 @@ Anchors are policies evaluated for the sim-vs-lab agreement only, never study po
 statistics need policies whose success differs): reference policies (``StudyProfile.anchors``: random,
 scripted, hold), and the design's baseline stopped early in its training (``StudyProfile.anchor_steps``).
 An early stop is the baseline's own run, the same data, schedule, seed and torch threads, ended at step
-k: the checkpoint the full training passed through at step k (its best by held-out error up to k).
+k: the checkpoint the full training passed through at step k (its best by held-out error up to k). The
+full training keeps a copy of its run folder as it passes step k, which the early stop takes instead of
+training the same k steps again (it trains them when the copy is missing: a full run resumed past k, or
+one trained before the copies were kept).
 """
 
 from __future__ import annotations
@@ -67,9 +70,13 @@ def train_stage(
     side: bool,
     console: Console,
     stop_at: int | None = None,
+    keep_at: tuple[int, ...] = (),
+    full: PlannedStage | None = None,
 ) -> PlannedStage:
     """The training of ``pol`` on ``threads`` of the ``cores`` training has (``side``: beside the others,
-    in its own process); ``stop_at``: the same run ended at that step (an early-stop anchor)."""
+    in its own process); ``stop_at``: the same run ended at that step (an early-stop anchor), copied
+    from ``full`` (the full run's stage, which kept a copy at that step: ``keep_at``) when it can be."""
+    from r2s2r.policy.checkpoint import step_name
     from r2s2r.study import steps
 
     preset = steps.policy_preset(p, pol)
@@ -85,11 +92,14 @@ def train_stage(
     }
     if stop_at is not None:  # (a full training keeps the key it had before early stops existed)
         key["stop_at"] = stop_at
+    if keep_at:  # checkpoints (and held-out errors) at those steps too, its folder copied there
+        key["keep_at"] = list(keep_at)
     # beside others: in its own process, progress as plain lines (two bars cannot share a terminal)
+    full_dir = None if full is None else stages.dir(full.name, full.key)
     run = functools.partial(
         steps.train_policy, pol=pol, preset=preset, real_dir=stages.dir(real.name, real.key),
         sim_dirs=[stages.dir(s.name, s.key) for s in sim_stages], threads=threads,
-        console=None if side else console, stop_at=stop_at,
+        console=None if side else console, stop_at=stop_at, keep_at=keep_at, full_run=full_dir,
     )  # fmt: skip
     shared = threads < cores  # on a share of the cores, beside other trainings
     step_s = COST_S["train_step"].get(p.preset, 1.0) * (COST_S["train_lane_slowdown"] if shared else 1.0)
@@ -97,7 +107,13 @@ def train_stage(
     name = pol.name if stop_at is None else early_name(pol, stop_at)
     of = "" if stop_at is None else f" of {preset.train.steps}"
     what = f"train {name} ({n}{of} steps, {threads} thread{'s' if threads > 1 else ''})"
-    return PlannedStage(f"train-{name}", key, run, n * step_s, what, threads if side else None)
+    estimate = n * step_s
+    if full_dir is not None and stop_at is not None:
+        # the full run keeps its copy at ``stop_at`` when it trains now, or kept it when it trained before
+        if not stages.done(full.name, full.key) or (full_dir / steps.EARLY / step_name(stop_at)).is_dir():
+            what = f"{name}: the copy {full.name} kept at step {stop_at} of {preset.train.steps}"
+            estimate = COST_S["early_copy"]
+    return PlannedStage(f"train-{name}", key, run, estimate, what, threads if side else None)
 
 
 def lab_eval_stage(

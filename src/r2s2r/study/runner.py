@@ -14,8 +14,8 @@ that reads it):
 - ``train-<policy>``: the data stages' hashes, the preset's policy and training configs (steps,
   ratio, seed), torch threads (``training_threads``). ``run/`` (checkpoints) and ``history.json`` (the
   training log). The training stages run side by side in their own processes, their threads from
-  ``training_threads`` (2 cores, 5 policies: four one-thread runs two at a time, the fifth on both;
-  with early-stop anchors the fifth runs on one thread beside them).
+  ``training_threads`` (2 cores, 5 policies: four one-thread runs two at a time, the fifth on both).
+  The baseline's run also keeps a copy of its folder at each early-stop step (``early/``).
 - ``eval-<policy>``: the training stage's hash, lab, trial plan, seed, batch, trial length, torch threads,
   how the lab draws images.
   ``results.json`` and ``results.md``.
@@ -29,7 +29,8 @@ that reads it):
   the spread of success the sim-vs-lab agreement is measured on.
 - ``train-<baseline>@<k>``, ``anchor-<baseline>@<k>`` and ``anchor-<baseline>@<k>-<gw|uw>``: the design's
   baseline stopped at training step k (``StudyProfile.anchor_steps``): its training's key and the step;
-  evaluated like a study policy, for the agreement only (``r2s2r.study.policy_stages``).
+  the full run's copy at step k (trained again only where that copy is missing), evaluated like a study
+  policy, for the agreement only (``r2s2r.study.policy_stages``).
 - ``videos-<policy>``: the evaluation stage's hash, the rule choosing the trials, the video format.
   The trials the report shows (a success and a failure per condition kind, where there are any),
   re-run with their waves and filmed: ``videos/``, ``clips.json``.
@@ -159,24 +160,24 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
     videos: dict[str, str] = {}
     sim_evals: dict[str, dict[str, str]] = {}
     cores = train_threads()
-    early = len(p.anchor_steps) if p.sim_worlds else 0  # the baseline stopped early: trained beside the others
-    # threads as if the early stops were policies of their own: the last policy then shares the cores with
-    # them, on one thread, instead of running alone on all of them before they start (quick profile, this
-    # CPU: 5 x 3,000 + 500 + 1,000 steps in ~71 min of wall instead of ~78; an early stop takes its
-    # baseline's threads, so the list is cut to the policies)
-    runs = training_threads(len(design.policies) + early, cores)[: len(design.policies)]
+    runs = training_threads(len(design.policies), cores)
     threads = dict(zip(design.policies, runs, strict=True))
-    side = cores > 1 and len(design.policies) + early > 1
+    side = cores > 1 and len(design.policies) > 1
+    early_steps = p.anchor_steps if p.sim_worlds else ()  # the baseline stopped early (agreement anchors)
     trains, after = [], []  # every training first (side by side), then each policy's evaluations
 
-    def train(pol, stop_at=None) -> PlannedStage:
+    def train(pol, stop_at=None, keep_at=(), full=None) -> PlannedStage:
         real, sim_stages = by_name[train_data[pol.n_real or p.n_real]], [by_name[sims[c.name]] for c in pol.sims]
-        stage = train_stage(pol, p, real, sim_stages, stages, threads[pol], cores, side, console, stop_at)
+        alongside = side and stop_at is None  # an early stop: after the trainings, copied from its full run
+        stage = train_stage(
+            pol, p, real, sim_stages, stages, threads[pol], cores, alongside, console, stop_at, keep_at, full
+        )
         trains.append(stage)
         return stage
 
+    full_runs = {}
     for pol in design.policies:
-        tr = train(pol)
+        tr = full_runs[pol.name] = train(pol, keep_at=early_steps if pol.name == design.baseline else ())
         ev = lab_eval_stage(pol.name, pol, p, tr, stages, workers, console)
         in_sim = [sim_eval_stage(pol.name, pol, p, tr, ev, w, cal_key, stages, workers, console) for w in p.sim_worlds]
         after += [ev, *in_sim]
@@ -190,8 +191,9 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
     if p.sim_worlds:  # anchors serve the sim-vs-lab agreement only
         anchors = {a: reference_anchor_stages(a, p, cal_key, stages, workers, console) for a in p.anchors}
         base = design.policy(design.baseline)
-        for k in p.anchor_steps:  # the baseline stopped early: trained beside the others
-            early = early_anchor_stages(base, train(base, k), p, cal_key, stages, workers, console)
+        for k in early_steps:  # the baseline stopped early: its full run's copy at step k
+            stop = train(base, k, full=full_runs[base.name])
+            early = early_anchor_stages(base, stop, p, cal_key, stages, workers, console)
             anchors[early_name(base, k)] = early
     after += [s for by_place in anchors.values() for s in by_place.values()]
     anchor_names = {a: {w: s.name for w, s in by_place.items()} for a, by_place in anchors.items()}

@@ -20,6 +20,7 @@ from r2s2r.study.profiles import StudyProfile
 
 DATA = "data"  # dataset folder inside a demos or sim stage
 RUN = "run"  # training run folder inside a train stage
+EARLY = "early"  # a train stage's copies of its run folder as it passed the early-stop steps
 HISTORY = "history.json"
 CLIPS = "clips.json"  # the filmed trials in a videos stage
 
@@ -113,20 +114,46 @@ def train_policy(
     threads: int,
     console: Console | None,
     stop_at: int | None = None,
+    keep_at: tuple[int, ...] = (),
+    full_run: Path | None = None,
 ) -> dict[str, Any]:
     """Train ``pol`` into ``folder`` on ``threads`` torch threads (resumes); ``stop_at``: end the run at
     that step (the preset's schedule unchanged: the full run's state at that step). ``console`` None:
-    progress as plain lines on stderr (a training run beside others, in its own process)."""
+    progress as plain lines on stderr (a training run beside others, in its own process).
+
+    ``keep_at``: steps that get a checkpoint, after which the run folder is copied to
+    ``folder/early/step_<k>``: what the same run stopped there leaves. ``full_run``: with
+    ``stop_at``, the stage folder of the full run; its copy at ``stop_at`` is taken instead of training
+    again (the same weights: same data, schedule, seed and threads), else (a copy missing) it trains."""
+    import shutil
+
     import torch
 
-    from r2s2r.policy.checkpoint import resolve_checkpoint
+    from r2s2r.policy.checkpoint import LATEST, resolve_checkpoint, step_name
     from r2s2r.progress import count_progress
     from r2s2r.train.loop import train
     from r2s2r.train.state import read_state
 
     run = folder / RUN
-    ckpt = resolve_checkpoint(run) if (run / "latest").is_file() else None
+    for stale in (*folder.glob(f".{RUN}.*.tmp"), *(folder / EARLY).glob(".step_*.tmp")):  # copies a kill cut short
+        shutil.rmtree(stale, ignore_errors=True)
+
+    def keep_copy(step: int) -> None:  # the run folder as it stands right after step's checkpoint
+        copy = folder / EARLY / step_name(step)
+        if step in keep_at and not copy.exists():
+            with atomic.folder(copy, "a copy of a training run folder") as tmp:
+                shutil.copytree(run, tmp, dirs_exist_ok=True)
+
+    kept = None if full_run is None or stop_at is None else full_run / EARLY / step_name(stop_at)
+    copied = kept is not None and kept.is_dir()
+    if copied and not (run / LATEST).is_file():
+        shutil.rmtree(run, ignore_errors=True)  # a run folder without a checkpoint holds nothing to keep
+        with atomic.folder(run, "a training run folder") as tmp:
+            shutil.copytree(kept, tmp, dirs_exist_ok=True)
+    ckpt = resolve_checkpoint(run) if (run / LATEST).is_file() else None
     state = read_state(ckpt)[0] if ckpt is not None else None
+    if state is not None:
+        keep_copy(state.step)  # a run killed between that checkpoint and its copy
     last = stop_at or preset.train.steps
     if state is None or state.step < last:  # else: finished, killed before stage.json
         torch.set_num_threads(threads)  # the stage's key holds it: CPU weights depend on the thread count
@@ -137,15 +164,18 @@ def train_policy(
             def show(step, record):
                 status = f"loss {record['loss']:.4f}  {record['samples_per_s']:.0f} samples/s" if record else None
                 bar.update(task, completed=step, **({"status": status} if status else {}))
+                keep_copy(step)
 
             result = train(
-                real_dir / DATA, [d / DATA for d in sim_dirs], run, preset, device="auto", stop_at=stop_at, on_step=show
-            )
+                real_dir / DATA, [d / DATA for d in sim_dirs], run, preset, device="auto", stop_at=stop_at,
+                checkpoint_at=keep_at, on_step=show,
+            )  # fmt: skip
         history, samples, step = result.history, result.samples, result.step
     else:
         history, samples, step = state.history, state.samples, state.step
     atomic.write_json(folder / HISTORY, history)
-    return {"step": step, "final_loss": history[-1]["loss"] if history else None, "samples": samples}
+    summary = {"step": step, "final_loss": history[-1]["loss"] if history else None, "samples": samples}
+    return summary | ({"copied_from": str(kept)} if copied else {})
 
 
 def eval_config(p: StudyProfile, workers: int):

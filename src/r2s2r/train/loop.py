@@ -247,13 +247,16 @@ def train(
     *,
     device: str = "cpu",
     stop_at: int | None = None,
+    checkpoint_at: tuple[int, ...] = (),
     on_step: StepCallback | None = None,
     tensorboard: bool = False,
 ) -> TrainResult:
     """Train ``preset`` on ``real`` + ``sims`` into run folder ``out`` (resumed if it holds a checkpoint).
 
     ``stop_at``: stop after that step, having saved a checkpoint there (as a run killed then); a later
-    call with the same arguments resumes. Under ``torchrun`` every process calls this; rank 0 writes.
+    call with the same arguments resumes. ``checkpoint_at``: steps that also get a checkpoint (and its
+    held-out error) besides every ``checkpoint_every``: the folder then is what a run stopped there
+    leaves. Under ``torchrun`` every process calls this; rank 0 writes.
     """
     if tensorboard:
         require_tensorboard()
@@ -296,7 +299,7 @@ def train(
                 loss_sum += loss
                 window += 1
                 record = None
-                checkpoint = step % tc.checkpoint_every == 0 or step == last
+                checkpoint = step % tc.checkpoint_every == 0 or step == last or step in checkpoint_at
                 if step % tc.log_every == 0 or checkpoint:
                     mean_loss = loss_sum.clone()
                     if info.world > 1:
