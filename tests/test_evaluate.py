@@ -281,3 +281,27 @@ def test_a_policy_reading_one_earlier_camera_gets_the_frame_a_full_observation_h
         np.testing.assert_array_equal(cur[0], now[4 * i])
         np.testing.assert_array_equal(past[0], now[max(4 * i - 3, 0)])
     assert any(not np.array_equal(now[0], f) for f in now[1:])  # the frames do change
+
+
+class PastJointsPolicy(PastPolicy):
+    """A past-frame policy that reads no earlier image (``past_images`` empty), only the earlier joints."""
+
+    cameras = ("head_left", "right_wrist")
+    past_images = ()
+
+    def predict_chunk(self, obs, rng):
+        assert not any(k.startswith("past/") and k != "past/proprio" for k in obs)
+        self.given.append((obs["proprio"].copy(), obs["past/proprio"].copy()))
+        return np.repeat(home_command()[None, None], len(obs["proprio"]), axis=0).repeat(self.action_horizon, 1)
+
+
+def test_a_policy_reading_no_earlier_image_still_gets_the_earlier_joints():
+    plan = TrialPlan(nominal=1, lighting=0, belt_speed=0, novel_object=0, combined=0)
+    policy, every = PastJointsPolicy(), PastJointsPolicy()
+    every.execute_steps = 1
+    evaluate(policy, LAB, EvalConfig(plan=plan, batch=1, max_duration=2.0))
+    evaluate(every, LAB, EvalConfig(plan=plan, batch=1, max_duration=2.0))
+    now = [g[0][0] for g in every.given]
+    assert len(policy.given) >= 4
+    for i, (_, past) in enumerate(policy.given):  # re-plans every 2 steps, the joints 3 steps back
+        np.testing.assert_array_equal(past[0], now[max(2 * i - 3, 0)])

@@ -149,10 +149,11 @@ def run_wave(
     earlier = past_images(policy) if d else ()
     earlier = None if set(earlier) == set(policy.cameras) else earlier
 
-    def frames(step: int) -> tuple[str, ...] | None:  # the cameras read at ``step`` (None: every one)
-        if step % k == 0:  # a re-plan
-            return None
-        return earlier if d > 0 and (step + d) % k == 0 else ()  # d before one: the earlier frame's cameras
+    def needed(step: int) -> bool:  # is the observation of ``step`` read (a re-plan, or d before one)?
+        return step % k == 0 or (d > 0 and (step + d) % k == 0)
+
+    def frames(step: int) -> tuple[str, ...] | None:  # the cameras a read observation holds (None: every one)
+        return None if step % k == 0 else earlier  # d before a re-plan: the earlier frame's cameras
 
     results: dict[int, TrialOutcome] = {}
     policy_seconds = 0.0
@@ -181,9 +182,8 @@ def run_wave(
         actions = {s: ensembles[s].action(step) for s in running}
         for s in running:
             sent[s].append(actions[s])
-        cams = frames(step + 1)
-        want = set(running) if cams is None or cams else set()
-        for s, (o, res) in pool.step(actions, want, cams).items():
+        want = set(running) if needed(step + 1) else set()
+        for s, (o, res) in pool.step(actions, want, frames(step + 1)).items():
             if o is not None:
                 seen[s][step + 1] = o
             if res is not None:
