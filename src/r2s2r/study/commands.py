@@ -32,7 +32,7 @@ def study_run_command(
 
     Args:
         out: Study folder (created, or resumed).
-        profile: Named sizes: smoke (toy, for tests), quick (about 2.5 hours on a 2-core CPU) or paper
+        profile: Named sizes: smoke (toy, for tests), quick (about 2 hours on a 2-core CPU) or paper
             (the study's sizes).
         design: Which policies to train: grounding (the 2x2 + real-only), diagnostic (10 real demos) or ratio
             (co-training ratio sweep); default: the profile's.

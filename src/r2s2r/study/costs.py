@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from r2s2r.study.profiles import StudyProfile
 
-# Estimated costs on one core of the 2-core development machine, measured by the quick study of
-# docs/results (2026-12-03); only the plan's time estimate uses them.
+# Estimated costs on one core of the 2-core development machine (AMD EPYC, AVX2), refitted to the quick study
+# run from an empty folder on 2026-12-07 (fourteenth session, docs/results/quick-lab0-head: 115.5 min wall);
+# the same CPU ran the same work up to 1.4 x slower on other days. Only the plan's time estimate uses them.
 COST_S = {
-    "calibrate": 250.0,  # the whole calibration (one process)
+    "calibrate": 185.0,  # the whole calibration (one process): 183 s (231 s on a slower day)
     "lab_step": 0.09,  # one 10 Hz lab control step: physics + three shadowed, anti-aliased renders
     # an evaluation observes only the steps its policy reads (RealCell.act(observe=False) between):
     # benchmarks/cell_speed.py --size 48, 2026-12-06: 5.0 ms a step without frames, 61.9 ms with
@@ -21,16 +22,21 @@ COST_S = {
     # (cell_speed.py, 2026-12-06, fourth session: 79.9 -> 45.9 ms an observed step)
     "lab_frames": 0.033,
     "demo_steps": 100.0,  # control steps of one teleoperated demonstration attempt
-    "sim_admitted_96px": 5.0,  # seconds per admitted simulated trajectory, its rejected attempts included
+    # seconds per admitted simulated trajectory, its rejected attempts included: the four 200-trajectory stages
+    # of 2026-12-07 took 1,121 s on 2 workers at 48 px (158-457 s each: the configurations' admission rates differ)
+    "sim_admitted_96px": 4.0,
     # one optimiser step on the two cores: cpu 0.243 s in benchmarks/train_speed.py, 0.25-0.27 s inside the
     # quick study of 2026-12-06 (fifth session: 740-800 s per 3000 steps, real frames decoded beside it)
-    # x 0.72 since the cpu preset reads the head camera's earlier frame alone (train_lanes.py, 2026-12-07)
-    "train_step": {"tiny": 0.02, "cpu": 0.19, "gpu": 5.0},
+    # x 0.72 since the cpu preset reads the head camera's earlier frame alone (train_lanes.py, 2026-12-07);
+    # refitted: the quick study of 2026-12-07 (fourteenth session) trained its fifth policy alone on both
+    # cores in 754 s per 3000 steps
+    "train_step": {"tiny": 0.02, "cpu": 0.25, "gpu": 5.0},
     # a step of a training on a share of the cores beside others, against one training on all of them:
     # benchmarks/train_lanes.py (2026-12-06, synthetic data) 0.34 s a step for each of two one-thread runs
     # against 0.227 s for one two-thread run (1.5); the quick study (seventh session) 990 s per 3000 steps
-    # for each of two side by side against 740-800 s alone on both cores the session before (1.3)
-    "train_lane_slowdown": 1.3,
+    # for each of two side by side against 740-800 s alone on both cores the session before (1.3); the quick
+    # study of 2026-12-07 (fourteenth session): 1015-1129 s per 3000 steps side by side against 754 s alone (1.43)
+    "train_lane_slowdown": 1.43,
     "early_copy": 5.0,  # an early-stop anchor copied from the full run's folder (a few MB)
     "trial_fill": 0.8,  # fraction of the time limit an average trial runs
     "label_demo": 0.6,  # object-state labels of one demonstration (pose estimation from its stereo pair)
@@ -43,6 +49,10 @@ COST_S = {
     # a simulated evaluation step (SimulatedCell, benchmarks/cell_speed.py): physics, and three plain renders
     "sim_step_unobserved": 0.004,
     "sim_frames": 0.015,
+    # an evaluation's wall over its cells' steps (the policy's sampling at each re-plan, waves started and
+    # joined): the quick study of 2026-12-07 (fourteenth session) measured 1.39-1.74 x the steps' estimate for
+    # its policies' 27 lab and sim evaluations (1.0-1.4 x for the random and scripted anchors)
+    "eval_overhead": 1.5,
 }
 
 
@@ -53,7 +63,8 @@ def eval_estimate_s(p: StudyProfile, workers: int, observed: float, world: str =
     cell = "lab" if world == "lab" else "sim"
     frames = "lab" if world == "lab" or p.sim_eval_shadows else "sim"
     step_s = COST_S[f"{cell}_step_unobserved"] + observed * COST_S[f"{frames}_frames"]
-    return p.trials.total * p.max_duration * 10 * COST_S["trial_fill"] * step_s / min(workers, p.eval_batch)
+    steps = p.trials.total * p.max_duration * 10 * COST_S["trial_fill"]
+    return COST_S["eval_overhead"] * steps * step_s / min(workers, p.eval_batch)
 
 
 def observed_share(pc) -> float:

@@ -3,9 +3,9 @@
 - ``paper``: the study's sizes: 100 real demonstrations, 1,500 simulated trajectories per grounding
   configuration, the 50-trial protocol, full 96 px images (the ``gpu`` training preset).
 - ``quick`` (default): the 50-trial protocol with 100 DART demonstrations, fewer simulated
-  trajectories and the small CPU model; about 2 h 30 min on the 2-core development machine (AMD EPYC,
-  AVX2), estimated from its stages' measured times (the [M2-2] goal is 90 minutes; measured stage times
-  are in the report).
+  trajectories and the small CPU model; about 2 hours on the 2-core development machine (AMD EPYC,
+  AVX2: 115.5 min from an empty folder on 2026-12-07, docs/results/quick-lab0-head; the [M2-2] goal is
+  90 minutes; measured stage times are in the report).
 - ``smoke``: every stage at toy size (tests, CI).
 
 A profile says *how much*; the design (``r2s2r.study.design``) says *which policies*. Run settings
@@ -126,7 +126,7 @@ PROFILES: dict[str, StudyProfile] = {
         film="baseline",  # the filming stage once (25 s each here, the slowest of the smoke study's stages)
     ),
     "quick": StudyProfile(
-        "the 50-trial protocol on a 2-core CPU in about 2.5 hours: 100 real demos collected with DART "
+        "the 50-trial protocol on a 2-core CPU in about 2 hours: 100 real demos collected with DART "
         "perturbations, 200 sim trajectories per configuration, the cpu model (48 px) for 3000 steps",
         n_real=100,
         perturb_std=0.06,  # lab 0's DART demos: 6-9/24 -> 10-13/24 (docs/benchmarks.md)
