@@ -50,8 +50,8 @@ COST_S = {
     "sim_step_unobserved": 0.004,
     "sim_frames": 0.015,
     # an evaluation's wall over its cells' steps (the policy's sampling at each re-plan, waves started and
-    # joined): the quick study of 2026-12-07 (fourteenth session) measured 1.39-1.74 x the steps' estimate for
-    # its policies' 27 lab and sim evaluations (1.0-1.4 x for the random and scripted anchors)
+    # joined): the quick study of 2026-12-07 (fourteenth session) measured 1.14-1.74 x the steps' estimate for
+    # its policies' 21 lab and sim evaluations (1.0-1.4 x for the random and scripted anchors)
     "eval_overhead": 1.5,
 }
 
