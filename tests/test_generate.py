@@ -247,3 +247,32 @@ def test_cli_names_what_is_missing(tmp_path, capsys):
     assert "--calibration" in capsys.readouterr().err
     assert main(["generate", "--world", "grounded", "--behavior", "telop", "--world-file", "w", "--out", "x"]) == 2
     assert "Did you mean 'teleop'" in capsys.readouterr().err
+
+
+def test_shadows_render_the_world_as_the_lab_draws_and_are_recorded(tmp_path):
+    from r2s2r.generate.commands import configuration
+    from r2s2r.world.params import SHADOWED_RENDER
+
+    path = WorldParams.nominal().save(tmp_path / "world.json")
+    (lean, lean_info), (shadowed, info) = (
+        configuration("grounded", "teleop", path, None, 0, 32, MIX, shadows=s) for s in (False, True)
+    )
+    assert lean.inputs.world == WorldParams.nominal() and lean_info["shadows"] is False
+    assert shadowed.inputs.world.render == SHADOWED_RENDER != WorldParams.nominal().render
+    assert shadowed.inputs.world.replace(render=WorldParams.nominal().render) == WorldParams.nominal()
+    assert info["shadows"] is True and info["world_hash"] == shadowed.inputs.world.content_hash()
+    assert info["world_hash"] != lean_info["world_hash"]
+
+
+def test_a_shadowed_world_generates_other_frames_of_the_same_attempt(reference, tmp_path):
+    from r2s2r.world.params import SHADOWED_RENDER
+
+    world = WorldParams.nominal().replace(render=SHADOWED_RENDER)
+    spec = GenerationSpec(BehaviorInputs(world), BEHAVIORS["teleop"], CELL, MIX, 5)
+    generate(tmp_path / "shadowed", spec, RunConfig(n=1), INFO)
+    with Dataset(reference[0]) as lean, Dataset(tmp_path / "shadowed") as shadowed:
+        a, b = next(iter(lean.episodes())), next(iter(shadowed.episodes()))
+        assert a.provenance.key == b.provenance.key == 0 and b.provenance.world_hash == world.content_hash()
+        frames = [np.asarray(ep.arrays()["obs/head_left"], dtype=float) for ep in (a, b)]
+        n = min(len(frames[0]), len(frames[1]))
+        assert np.abs(frames[0][:n] - frames[1][:n]).mean() > 1.0  # grey levels: shadows and anti-aliasing show

@@ -302,6 +302,26 @@ def test_rendering_the_sim_evaluations_with_shadows_reruns_them_and_nothing_else
         dataclasses.replace(PROFILES["smoke"], sim_eval_shadows="yes")
 
 
+def test_shadowed_training_data_reruns_generation_and_what_trains_on_it(tmp_path):
+    design = get_design("grounding")
+    lean, shadowed = (
+        plan_study(dataclasses.replace(PROFILES["smoke"], sim_data_shadows=v), design, tmp_path, 2, QUIET)
+        for v in (False, True)
+    )
+    keys = [{s.name: s.hash for s in plan.stages} for plan in (lean, shadowed)]
+    changed = {n for n in keys[0] if keys[0][n] != keys[1][n]}
+    generated = {n for n in keys[0] if n.startswith("sim-")}
+    assert len(generated) == 4 and generated <= changed
+    assert all(shadowed.stage(n).key["shadows"] is True and "shadows" not in lean.stage(n).key for n in generated)
+    assert all(shadowed.stage(n).estimate_s > lean.stage(n).estimate_s for n in generated)
+    # every co-trained policy and what measures it changes; the calibration, the demos and real-only do not
+    assert {n for n in changed if n.startswith("train-")} == {f"train-{p.name}" for p in design.policies if p.sims}
+    assert not any(n.startswith(("calibrate", "demos", "train-real-only", "eval-real-only")) for n in changed)
+    assert not PROFILES["quick"].sim_data_shadows and PROFILES["paper"].sim_data_shadows
+    with pytest.raises(ConfigError, match="sim_data_shadows"):
+        dataclasses.replace(PROFILES["smoke"], sim_data_shadows=1)
+
+
 def test_anchor_policies_are_evaluated_in_the_lab_and_each_world_independently_of_training(tmp_path):
     design = get_design("grounding")
     for worlds, anchors in (((), ("random",)), (("grounded",), ("random", "scripted")), (("grounded",), ())):

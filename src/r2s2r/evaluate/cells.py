@@ -13,7 +13,7 @@ from pathlib import Path
 
 from r2s2r.lab.real_cell import TrialCell
 from r2s2r.world.cell import CellConfig
-from r2s2r.world.params import SHADOWED_RENDER, WorldParams
+from r2s2r.world.params import WorldParams
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,7 @@ class LabCell:
 class WorldCell:
     """A simulated world (``SimulatedCell``) of ``params``, read from ``path``; ``shadows``: rendered
     with ``SHADOWED_RENDER`` (shadows and anti-aliasing, as the photometric calibration fitted the
-    lighting) instead of the file's own render settings (a calibration writes the lean ones it
-    generates with)."""
+    lighting) instead of the file's own render settings (a calibration writes lean ones)."""
 
     params: WorldParams
     path: str
@@ -46,8 +45,7 @@ class WorldCell:
     def load(cls, path: str | Path, option: str | None = "--world", shadows: bool = False) -> WorldCell:
         """The world of a WorldParams JSON file (grounded or not); a missing, unreadable or invalid
         file raises an R2S2RError naming it (and ``option``)."""
-        params = WorldParams.load(path, option)
-        return cls(params.replace(render=SHADOWED_RENDER) if shadows else params, str(path), shadows)
+        return cls(WorldParams.load(path, option, shadows), str(path), shadows)
 
     def build(self, config: CellConfig) -> TrialCell:
         from r2s2r.lab.simulated_cell import SimulatedCell

@@ -49,11 +49,13 @@ def configuration(
     image_size: int,
     mix: ConditionMix,
     world_option: str | None = None,
+    shadows: bool = False,
 ):
     """The generation spec of one configuration and the manifest's description of it: (spec, info).
 
     ``behavior`` is grounded, ungrounded or a registered behaviour name; ``world_path`` the
-    WorldParams file of ``world`` (grounded | ungrounded), given by ``world_option`` (for messages)."""
+    WorldParams file of ``world`` (grounded | ungrounded), given by ``world_option`` (for messages);
+    ``shadows``: its policy frames rendered with ``SHADOWED_RENDER`` (``WorldParams.load``)."""
     from r2s2r.data import Manifest
     from r2s2r.generate.attempt import BehaviorInputs, GenerationSpec
     from r2s2r.generate.one import BEHAVIORS
@@ -67,13 +69,14 @@ def configuration(
         raise UnknownNameError("behavior", behavior, (*BEHAVIOR_OF, *BEHAVIORS))
     if name == "mimic" and demos is None:  # checked here, not first in every worker process
         raise R2S2RError(f"--behavior {behavior} transforms real demonstrations: give their dataset with --demos DIR")
-    params = WorldParams.load(world_path, world_option)
+    params = WorldParams.load(world_path, world_option, shadows)
     spec = GenerationSpec(BehaviorInputs(params, demos), BEHAVIORS[name], CellConfig(image_size=image_size), mix, seed)
     info = {
         "kind": "simulated episodes",
         "configuration": {"world": world, "behavior": behavior},
         "behavior": name,
-        "world_hash": params.content_hash(),
+        "world_hash": params.content_hash(),  # of the params as rendered
+        "shadows": shadows,
         "demos_hash": Manifest.load(demos).content_hash() if demos is not None else None,
         "condition_mix": mix.fractions,
         "seed": seed,
@@ -97,6 +100,7 @@ def generate_command(
     image_size: int = 96,
     max_attempts: int | None = None,
     mix: ConditionMix = ConditionMix(),
+    shadows: bool = False,
 ) -> None:
     """Generate N admitted simulated episodes of one configuration (resumes an existing DIR).
 
@@ -116,6 +120,10 @@ def generate_command(
         image_size: Side of the recorded policy images, px.
         max_attempts: Give up after this many attempts (default 5 N).
         mix: Fraction of episodes per condition kind (the same for every configuration).
+        shadows: Render the world with shadows and anti-aliasing (1024 px shadow map, 2x MSAA; small
+            policy frames 2x2 supersampled with a 256 px map), as the lab twin draws and as the photometric
+            calibration fitted the lighting, instead of the file's own settings (a calibration writes lean
+            ones); about 2.7 x the time per trajectory. What a study's generation does.
     """
     from rich.console import Console
 
@@ -132,12 +140,12 @@ def generate_command(
     if demos is not None and not (demos / "manifest.json").is_file():
         raise R2S2RError(f"--demos {demos}: not a dataset folder (no manifest.json)")
     option = "--world-file" if world_file is not None else "--calibration"
-    spec, info = configuration(world, behavior, path, demos, seed, image_size, mix, option)
+    spec, info = configuration(world, behavior, path, demos, seed, image_size, mix, option, shadows)
     name = info["behavior"]
     console = Console(stderr=True)
     console.print(
-        f"generate: {n} episodes, world {world} ({path}), behaviour {behavior} ({name}), "
-        f"{config.workers} {executor} workers -> {out}"
+        f"generate: {n} episodes, world {world} ({path}{', shadows' if shadows else ''}), "
+        f"behaviour {behavior} ({name}), {config.workers} {executor} workers -> {out}"
     )
     with count_progress("admitted", console) as bar:
         task = bar.add_task("generate", total=n, status="")

@@ -25,6 +25,9 @@ COST_S = {
     # seconds per admitted simulated trajectory, its rejected attempts included: the four 200-trajectory stages
     # of 2026-12-07 took 1,121 s on 2 workers at 48 px (158-457 s each: the configurations' admission rates differ)
     "sim_admitted_96px": 4.0,
+    # ... rendered with shadows and anti-aliasing (StudyProfile.sim_data_shadows): gw-gb's 200 at 48 px on 2 workers
+    # took 305 s lean (2026-12-07, fourteenth session) and ~780 s shadowed (fifteenth session, partly loaded): 2.6 x
+    "sim_shadows": 2.6,
     # one optimiser step on the two cores: cpu 0.243 s in benchmarks/train_speed.py, 0.25-0.27 s inside the
     # quick study of 2026-12-06 (fifth session: 740-800 s per 3000 steps, real frames decoded beside it)
     # x 0.72 since the cpu preset reads the head camera's earlier frame alone (train_lanes.py, 2026-12-07);

@@ -52,6 +52,11 @@ class StudyProfile:
     # shadowed renders, and a sim evaluation stands in for the lab's cameras; False: the worlds' own lean
     # renders (what generation draws; measured in docs/benchmarks.md, 2026-12-07)
     sim_eval_shadows: bool = True
+    # the simulated training data rendered the same way (``r2s2r generate --shadows``): the grounded world's
+    # policy frames half as far from the lab's, at 2.6 x the generation time; False: the worlds' own lean
+    # renders. On lab 0 a policy co-trained 8,000 steps on 200 fully grounded trajectories did 14/50 with
+    # shadowed data and 10/50 with lean data (real-only 18/50; docs/benchmarks.md, 2026-12-07, fifteenth session)
+    sim_data_shadows: bool = True
     # reference policies (``r2s2r.evaluate.policies``) evaluated in the lab and in each of those worlds for
     # the agreement only, never study policies: SIMPLER's statistics need policies whose success differs
     # (the study's own five span 10-26 % on lab 0); the report gives the agreement with and without them
@@ -80,8 +85,9 @@ class StudyProfile:
                 raise UnknownNameError("study sim world", w, ("grounded", "ungrounded"))
         if len(set(self.sim_worlds)) != len(self.sim_worlds):
             raise ConfigError(f"study profile: sim_worlds expected distinct worlds, got {self.sim_worlds}")
-        if not isinstance(self.sim_eval_shadows, bool):
-            raise ConfigError(f"study profile: sim_eval_shadows expected true or false, got {self.sim_eval_shadows!r}")
+        for name in ("sim_eval_shadows", "sim_data_shadows"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"study profile: {name} expected true or false, got {getattr(self, name)!r}")
         for a in self.anchors:
             if a not in ANCHORS:
                 raise UnknownNameError("study anchor policy", a, ANCHORS)
@@ -124,6 +130,7 @@ PROFILES: dict[str, StudyProfile] = {
         anchors=("random",),  # one reference anchor and one early stop: each kind once, 3 evaluations each
         anchor_steps=(10,),
         film="baseline",  # the filming stage once (25 s each here, the slowest of the smoke study's stages)
+        sim_data_shadows=False,  # the test suite runs this study several times; shadowed generation: test_generate.py
     ),
     "quick": StudyProfile(
         "the 50-trial protocol on a 2-core CPU in about 2 hours: 100 real demos collected with DART "
@@ -134,6 +141,7 @@ PROFILES: dict[str, StudyProfile] = {
         preset="cpu",
         train_steps=3000,  # 11-13/24 nominal on lab 0 in the ladder (12-14 at 4000, 25 % more training)
         anchor_steps=(500, 1000),  # a sixth and a third of the training: between random (0 %) and the study's own
+        sim_data_shadows=False,  # lean training renders: shadowed ones would add ~30 min to the two hours
     ),
     "paper": StudyProfile(
         "the study's sizes: 100 real demos, 1,500 sim trajectories per configuration, 96 px, the gpu "

@@ -234,6 +234,16 @@ def _grounding_blocks(s: dict[str, Any]) -> list[Block]:
             )
         ),
         Heading("Simulated data per configuration"),
+        Text(
+            (
+                "Policy frames rendered "
+                + (
+                    "with shadows and anti-aliasing, as the lab twin draws (`r2s2r generate --shadows`)."
+                    if s.get("profile", {}).get("sim_data_shadows", False)
+                    else "lean: no shadows, no anti-aliasing (the worlds' own settings)."
+                ),
+            )
+        ),
         table(
             [
                 "configuration",
@@ -324,7 +334,7 @@ def agreement_blocks(s: dict[str, Any]) -> list[Block]:
         + (
             "rendered with shadows and anti-aliasing (`--shadows`: the lighting was fitted on shadowed renders)."
             if s.get("profile", {}).get("sim_eval_shadows", False)
-            else "rendered lean, as generation draws them (no shadows, no anti-aliasing)."
+            else "rendered lean (no shadows, no anti-aliasing)."
         )
     )
     blocks: list[Block] = [Heading("Can the simulator stand in for the lab?")]

@@ -10,7 +10,8 @@ that reads it):
   object's state (``PolicyConfig.object_state``). The demonstrations with per-frame object-state
   labels from their stereo pairs (``data/``); the policies train on these.
 - ``sim-<gw-gb|gw-ub|uw-gb|uw-ub>``: the calibration's hash, the demos' hash (grounded behaviour
-  only), n, seed, image size, condition mix. ``data/`` with ``stats.json`` (admission, throughput).
+  only), n, seed, image size, condition mix, whether it renders shadows (``sim_data_shadows``). ``data/``
+  with ``stats.json`` (admission, throughput).
 - ``train-<policy>``: the data stages' hashes, the preset's policy and training configs (steps,
   ratio, seed), torch threads (``training_threads``). ``run/`` (checkpoints) and ``history.json`` (the
   training log). The training stages run side by side in their own processes, their threads from
@@ -100,8 +101,9 @@ def training_threads(policies: int, cores: int | None = None) -> list[int]:
     return [max(1, cores // lanes)] * (full * lanes) + last
 
 
-def _sim_scale(image_size: int) -> float:
-    return 0.4 + 0.6 * image_size / 96  # simulated renders are cheap; physics and planning stay
+def _sim_scale(image_size: int, shadows: bool) -> float:
+    """A simulated trajectory's cost against one at 96 px, lean: renders are cheap; physics and planning stay."""
+    return (0.4 + 0.6 * image_size / 96) * (COST_S["sim_shadows"] if shadows else 1.0)
 
 
 def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, console: Console) -> StudyPlan:
@@ -150,9 +152,9 @@ def plan_study(profile: StudyProfile, design: Design, root: Path, workers: int, 
             "image_size": p.image_size,
             "mix": p.mix.fractions,
             "version": version,
-        }
+        } | ({"shadows": True} if p.sim_data_shadows else {})  # lean data keeps the keys it had before the option
         sims[cfg.name] = f"sim-{cfg.name}"
-        est = p.n_sim * COST_S["sim_admitted_96px"] * _sim_scale(p.image_size) / workers
+        est = p.n_sim * COST_S["sim_admitted_96px"] * _sim_scale(p.image_size, p.sim_data_shadows) / workers
         run = lambda d, cfg=cfg: steps.simulate(d, p, cfg, cal_dir, real_dir, workers, console)  # noqa: E731
         out.append(PlannedStage(sims[cfg.name], key, run, est, f"{p.n_sim} sim trajectories, {cfg.label}"))
     by_name = {s.name: s for s in out}

@@ -80,7 +80,14 @@ def simulate(
 
     demos = real_dir / DATA if cfg.behavior == "grounded" else None
     spec, info = configuration(
-        cfg.world, cfg.behavior, cal_dir / WORLD_FILE_OF[cfg.world], demos, p.seed, p.image_size, p.mix
+        cfg.world,
+        cfg.behavior,
+        cal_dir / WORLD_FILE_OF[cfg.world],
+        demos,
+        p.seed,
+        p.image_size,
+        p.mix,
+        shadows=p.sim_data_shadows,
     )
     with count_progress("admitted", console) as bar:
         task = bar.add_task("generate", total=p.n_sim, status="")

@@ -368,8 +368,10 @@ class WorldParams:
         return atomic.write_text(path, self.to_json())
 
     @classmethod
-    def load(cls, path: str | Path, option: str | None = None) -> WorldParams:
+    def load(cls, path: str | Path, option: str | None = None, shadows: bool = False) -> WorldParams:
         """Read a WorldParams JSON file; a missing, unreadable, invalid or incomplete file raises an
-        R2S2RError (ConfigError for the contents) naming the file (and ``option``, e.g. ``--world``)."""
+        R2S2RError (ConfigError for the contents) naming the file (and ``option``, e.g. ``--world``).
+        ``shadows``: the world rendered with ``SHADOWED_RENDER`` instead of the file's own settings."""
         data = read_json(path, "a WorldParams JSON file", option)
-        return cls.from_dict(data, where=f"{option + ' ' if option else ''}{path}: WorldParams")
+        params = cls.from_dict(data, where=f"{option + ' ' if option else ''}{path}: WorldParams")
+        return params.replace(render=SHADOWED_RENDER) if shadows else params
