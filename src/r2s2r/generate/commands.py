@@ -123,7 +123,7 @@ def generate_command(
         shadows: Render the world with shadows and anti-aliasing (1024 px shadow map, 2x MSAA; small
             policy frames 2x2 supersampled with a 256 px map), as the lab twin draws and as the photometric
             calibration fitted the lighting, instead of the file's own settings (a calibration writes lean
-            ones); about 2.7 x the time per trajectory. What a study's generation does.
+            ones); about 2.6 x the time per trajectory (a study's: ``StudyProfile.sim_data_shadows``).
     """
     from rich.console import Console
 

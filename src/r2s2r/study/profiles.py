@@ -50,7 +50,7 @@ class StudyProfile:
     sim_worlds: tuple[str, ...] = ("grounded", "ungrounded")
     # ... rendered with shadows and anti-aliasing (``r2s2r eval --shadows``): the lighting was fitted on
     # shadowed renders, and a sim evaluation stands in for the lab's cameras; False: the worlds' own lean
-    # renders (what generation draws; measured in docs/benchmarks.md, 2026-12-07)
+    # renders (measured in docs/benchmarks.md, 2026-12-07, ninth session)
     sim_eval_shadows: bool = True
     # the simulated training data rendered the same way (``r2s2r generate --shadows``): the grounded world's
     # policy frames half as far from the lab's, at 2.6 x the generation time; False: the worlds' own lean
