@@ -178,6 +178,9 @@ _WORKER: dict = {}  # per worker process: its own lab and operator (never shared
 
 def _worker_init(lab_seed: int, cell: CellConfig, config: DemoConfig) -> None:
     from r2s2r.lab.twin import LabTwin
+    from r2s2r.orphans import exit_with_parent
+
+    exit_with_parent()
 
     lab = LabTwin(lab_seed, cell)
     _WORKER["lab"], _WORKER["op"], _WORKER["config"] = lab, make_operator(lab, config.operator), config

@@ -210,7 +210,9 @@ class LabSlots:
 def _serve(conn, args) -> None:
     """A worker process: holds its ``LabSlots`` and answers (method, args) requests."""
     import r2s2r  # noqa: F401  (sets MUJOCO_GL before mujoco loads)
+    from r2s2r.orphans import exit_with_parent
 
+    exit_with_parent()
     slots = LabSlots(*args)
     while True:
         request = conn.recv()

@@ -43,6 +43,9 @@ _PROCESS_WORKER: dict[str, Worker] = {}  # in each worker process: its own cell 
 
 
 def _init_process(spec: GenerationSpec) -> None:
+    from r2s2r.orphans import exit_with_parent
+
+    exit_with_parent()
     _PROCESS_WORKER["w"] = Worker(spec)
 
 

@@ -102,6 +102,9 @@ class Stages:
 
 
 def _run_one(root: Path, name: str, key: dict[str, Any], fn: Callable[[Path], dict[str, Any]]) -> StageRecord:
+    from r2s2r.orphans import exit_with_parent
+
+    exit_with_parent()  # a killed study's stages end with it; its resumed run redoes them
     return Stages(root).run(name, key, fn)
 
 
