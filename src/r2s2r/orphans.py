@@ -6,8 +6,9 @@ not turn into a clean shutdown) nothing tells them: a worker finishing an attemp
 result pipe, and a study stage (a 30-minute training) runs to its end beside the resumed run that replaces it,
 both slowed on a small machine. Each worker calls ``exit_with_parent()`` first: a daemon thread that checks
 once a second whether its parent is still the process that spawned it, and ends the worker (exit status 1)
-when it is not. Nothing of the worker's is lost that the parent would have kept: results reach the disk only
-through the parent (``r2s2r.atomic``), which a resumed run redoes.
+when it is not. Nothing is lost that a resumed run needs: what a worker writes (a study stage's outputs) is
+written atomically and resumed from (``r2s2r.atomic``), the rest reaches the disk through the parent; and the
+resumed run no longer races an orphan writing into the same stage folder.
 """
 
 from __future__ import annotations
