@@ -76,12 +76,13 @@ def configuration(
         "configuration": {"world": world, "behavior": behavior},
         "behavior": name,
         "world_hash": params.content_hash(),  # of the params as rendered
-        "shadows": shadows,
         "demos_hash": Manifest.load(demos).content_hash() if demos is not None else None,
         "condition_mix": mix.fractions,
         "seed": seed,
         "image_size": image_size,
     }
+    if shadows:  # only then: a lean dataset started before the option resumes with the same info
+        info["shadows"] = True
     return spec, info
 
 
